@@ -1,0 +1,78 @@
+// The contract between the check engine (producer) and everything that
+// answers health questions (Probe, gRPC health, /healthz, /readyz, /livez).
+// Answering must never wait on a check: consumers read the latest snapshot.
+
+export type CheckStatus = "pass" | "warn" | "fail";
+export type ProbeKind = "readiness" | "liveness" | "volume";
+export type Severity = "required" | "advisory";
+
+/** One check's latest state, like a Kubernetes condition. */
+export interface Condition {
+  name: string;
+  probe: ProbeKind;
+  severity: Severity;
+  status: CheckStatus;
+  reason: string;
+  message: string;
+  /** ISO-8601 time status last changed. */
+  lastTransitionTime: string;
+  /** ISO-8601 time the check last ran. */
+  lastRunTime: string;
+  durationMs: number;
+  plugin: { name: string; version: string; sha256: string; file: string };
+}
+
+/** A plugin file the runtime refused to load, and why. */
+export interface Refusal {
+  file: string;
+  reason: string;
+  message: string;
+  sha256?: string;
+  at: string;
+}
+
+export type Phase = "initializing" | "ready" | "not-ready";
+
+export interface HealthSnapshot {
+  /** initializing until the first evaluation round has completed. */
+  phase: Phase;
+  /** Probe's ready field; false while initializing. */
+  ready: boolean;
+  /** false when any liveness check fails: Probe then returns an error. */
+  live: boolean;
+  conditions: readonly Condition[];
+  refusals: readonly Refusal[];
+  /** Monotonic counter, bumped on every change of ready/live/phase or any condition's status. */
+  generation: number;
+}
+
+export interface ReadinessProvider {
+  snapshot(): HealthSnapshot;
+  /** Called after every change of generation. Returns an unsubscribe function. */
+  subscribe(listener: (s: HealthSnapshot) => void): () => void;
+}
+
+/** Failing conditions of a kind, for error messages and verbose output. */
+export function failing(s: HealthSnapshot, probe: ProbeKind): Condition[] {
+  return s.conditions.filter(
+    (c) => c.probe === probe && c.severity === "required" && c.status === "fail",
+  );
+}
+
+/** Used until the engine exists, and in modes without checks: ready at once. */
+export class StaticReadiness implements ReadinessProvider {
+  private readonly snap: HealthSnapshot = {
+    phase: "ready",
+    ready: true,
+    live: true,
+    conditions: [],
+    refusals: [],
+    generation: 1,
+  };
+  snapshot(): HealthSnapshot {
+    return this.snap;
+  }
+  subscribe(): () => void {
+    return () => {};
+  }
+}

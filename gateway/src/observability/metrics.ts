@@ -1,0 +1,104 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * Every metric probegate exports, in one registry per gateway instance so
+ * tests can run several gateways in one process without name clashes.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+
+  /** transport: grpc-unix | grpc-tcp | grpc-web | connect | http; result: ready | not_ready | error */
+  readonly probeRequests = new Counter({
+    name: "probegate_probe_requests_total",
+    help: "Health and Probe requests answered, by transport, method and result.",
+    labelNames: ["transport", "method", "result"] as const,
+    registers: [this.registry],
+  });
+  readonly ready = new Gauge({
+    name: "probegate_ready",
+    help: "1 when Probe answers ready:true.",
+    registers: [this.registry],
+  });
+  readonly live = new Gauge({
+    name: "probegate_live",
+    help: "1 when no liveness check fails.",
+    registers: [this.registry],
+  });
+  readonly checkStatus = new Gauge({
+    name: "probegate_check_status",
+    help: "1 for each check's current status (pass, warn, fail), 0 otherwise.",
+    labelNames: ["check", "probe", "status"] as const,
+    registers: [this.registry],
+  });
+  readonly checkDuration = new Histogram({
+    name: "probegate_check_duration_seconds",
+    help: "Time a plugin's check() took, sandbox round trip included.",
+    labelNames: ["check"] as const,
+    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly checkRuns = new Counter({
+    name: "probegate_check_runs_total",
+    help: "Check evaluations by check and outcome.",
+    labelNames: ["check", "status", "reason"] as const,
+    registers: [this.registry],
+  });
+  /** result: ok | error | timeout | truncated */
+  readonly sourceExecutions = new Counter({
+    name: "probegate_source_executions_total",
+    help: "Source reads and command executions (cache misses only), by result.",
+    labelNames: ["source", "result"] as const,
+    registers: [this.registry],
+  });
+  readonly sourceDuration = new Histogram({
+    name: "probegate_source_duration_seconds",
+    help: "Time to read a source or run its command.",
+    labelNames: ["source"] as const,
+    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 10, 30],
+    registers: [this.registry],
+  });
+  readonly sourceTimeouts = new Counter({
+    name: "probegate_source_timeouts_total",
+    help: "Source commands killed at their timeout.",
+    labelNames: ["source"] as const,
+    registers: [this.registry],
+  });
+  readonly sourceErrors = new Counter({
+    name: "probegate_source_errors_total",
+    help: "Sources that failed (missing binary, non-zero exit, unreadable file, timeout).",
+    labelNames: ["source"] as const,
+    registers: [this.registry],
+  });
+  readonly pluginLoads = new Counter({
+    name: "probegate_plugin_loads_total",
+    help: "Plugin files loaded (result=loaded) or refused (result=refused).",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
+  readonly pluginRefusals = new Counter({
+    name: "probegate_plugin_refusals_total",
+    help: "Plugin files refused at load, by reason.",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  readonly pluginQuarantines = new Counter({
+    name: "probegate_plugin_quarantines_total",
+    help: "Plugins quarantined after repeated faults.",
+    labelNames: ["plugin"] as const,
+    registers: [this.registry],
+  });
+  readonly pluginsLoaded = new Gauge({
+    name: "probegate_plugins_loaded",
+    help: "Plugins currently loaded and active.",
+    registers: [this.registry],
+  });
+  readonly refusedPlugins = new Gauge({
+    name: "probegate_plugins_refused",
+    help: "Plugin files currently refused.",
+    registers: [this.registry],
+  });
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+}
