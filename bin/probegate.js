@@ -4,10 +4,12 @@ import { main } from "../dist/gateway/src/cli/main.js";
 
 main(process.argv.slice(2)).then(
   (code) => {
-    if (typeof code === "number") process.exitCode = code;
+    // Exit explicitly: watchers and worker threads must not keep a stopped gateway alive.
+    process.exitCode = code;
+    setImmediate(() => process.exit(code));
   },
   (err) => {
-    process.stderr.write(`probegate: ${err && err.message ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    process.stderr.write(`probegate: ${err && err.stack ? err.stack : String(err)}\n`);
+    process.exit(1);
   },
 );

@@ -1,4 +1,4 @@
-import { pino, type Logger, type LevelWithSilent } from "pino";
+import pino, { type Logger, type LevelWithSilent } from "pino";
 
 export type { Logger };
 

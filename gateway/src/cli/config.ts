@@ -1,0 +1,166 @@
+import { parseArgs } from "node:util";
+import type { LevelWithSilent } from "pino";
+import { LOG_LEVELS } from "../observability/logger.js";
+import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
+import { parseEndpoint, type Endpoint } from "../transport/endpoint.js";
+import { parseDuration } from "./duration.js";
+import { parseArgsOptions } from "./flags.js";
+
+/** A bad command line: printed as one line, exit code 2. */
+export class UsageError extends Error {}
+
+export type Mode = "node" | "controller";
+export type GateName = "node-stage" | "node-publish";
+
+export interface Config {
+  help: boolean;
+  version: boolean;
+  mode: Mode;
+  csiEndpoint: Endpoint;
+  httpEndpoint?: Endpoint;
+  driverName: string;
+  driverVersion?: string;
+  capabilities: string[];
+  maxRequestBytes: number;
+  shutdownTimeoutMs: number;
+  pluginsDir?: string;
+  checkIntervalMs: number;
+  pluginTimeoutMs: number;
+  pluginMemoryMiB: number;
+  procfs: string;
+  sysfs: string;
+  sourcesFile?: string;
+  commandPrefix?: string[];
+  demo: string;
+  upstream?: Endpoint;
+  gate: Set<GateName>;
+  upstreamTimeoutCapMs: number;
+  logLevel: LevelWithSilent;
+}
+
+const GATES: readonly GateName[] = ["node-stage", "node-publish"];
+
+function duration(flag: string, value: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined) throw new UsageError(`--${flag}: invalid duration "${value}" (use e.g. 500ms, 5s, 1m)`);
+  return ms;
+}
+
+function positiveInt(flag: string, value: string, max: number): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) {
+    throw new UsageError(`--${flag}: expected a whole number from 1 to ${max}, got "${value}"`);
+  }
+  return Number(value);
+}
+
+function endpoint(flag: string, value: string): Endpoint {
+  try {
+    return parseEndpoint(value);
+  } catch (err) {
+    throw new UsageError(`--${flag}: ${(err as Error).message}`);
+  }
+}
+
+function modeFromEnv(env: NodeJS.ProcessEnv): Mode | undefined {
+  const v = env.AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT;
+  if (v === undefined || v === "") return undefined;
+  if (v === "yes") return "node";
+  if (v === "no") return "controller";
+  throw new UsageError(`AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: expected yes or no, got "${v}"`);
+}
+
+/** Turns argv and the environment into a validated Config, or throws UsageError. */
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const parsed = parseArgs({ args: argv, options: parseArgsOptions(), strict: true, allowPositionals: false });
+    values = parsed.values as Record<string, string | boolean | undefined>;
+  } catch (err) {
+    const e = err as { code?: string; message: string };
+    const flag = /'(-[^' ]*)/.exec(e.message)?.[1];
+    if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`unknown flag ${flag ?? ""} (see --help)`);
+    if (e.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new UsageError(`flag ${flag ?? ""} needs a value`.replace(/ +/, " "));
+    if (e.code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
+      const arg = /'([^']*)'/.exec(e.message)?.[1];
+      throw new UsageError(`unexpected argument "${arg}" (see --help)`);
+    }
+    throw new UsageError(e.message);
+  }
+  const str = (k: string) => (typeof values[k] === "string" ? (values[k] as string) : undefined);
+
+  const modeRaw = str("mode");
+  let mode: Mode;
+  if (modeRaw !== undefined) {
+    if (modeRaw !== "node" && modeRaw !== "controller") throw new UsageError(`--mode: expected node or controller, got "${modeRaw}"`);
+    mode = modeRaw;
+  } else mode = modeFromEnv(env) ?? "node";
+
+  const csiRaw = str("csi-endpoint") ?? (env.CSI_ENDPOINT || "unix:///tmp/csi.sock");
+  const csiEndpoint = endpoint("csi-endpoint", csiRaw);
+
+  const httpRaw = str("http-endpoint") ?? (mode === "node" ? "0.0.0.0:29763" : "0.0.0.0:29762");
+  const httpEndpoint = httpRaw === "off" ? undefined : endpoint("http-endpoint", httpRaw);
+  if (httpEndpoint && httpEndpoint.kind !== "tcp") throw new UsageError(`--http-endpoint: must be HOST:PORT (TCP), got "${httpRaw}"`);
+
+  const driverName = str("driver-name") ?? "probegate.csi.io";
+  const nameProblem = driverNameProblem(driverName);
+  if (nameProblem) throw new UsageError(`--driver-name: "${driverName}" ${nameProblem}`);
+  const driverVersion = str("driver-version");
+  if (driverVersion === "") throw new UsageError("--driver-version: must not be empty");
+
+  const capabilities = (str("capabilities") ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "" && s !== "none");
+  for (const c of capabilities) {
+    if (!(c in CAPABILITY_NAMES)) {
+      throw new UsageError(`--capabilities: unknown capability "${c}" (known: ${Object.keys(CAPABILITY_NAMES).join(", ")})`);
+    }
+  }
+
+  const logLevel = (str("log-level") ?? "info") as LevelWithSilent;
+  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level: expected one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+
+  const upstreamRaw = str("upstream");
+  const upstream = upstreamRaw !== undefined ? endpoint("upstream", upstreamRaw) : undefined;
+  const gateRaw = str("gate") ?? (upstream ? GATES.join(",") : "none");
+  const gate = new Set<GateName>();
+  for (const g of gateRaw.split(",").map((s) => s.trim()).filter((s) => s && s !== "none")) {
+    if (!GATES.includes(g as GateName)) throw new UsageError(`--gate: unknown call "${g}" (known: ${GATES.join(", ")}, none)`);
+    gate.add(g as GateName);
+  }
+  if (gate.size > 0 && !upstream) throw new UsageError("--gate: needs --upstream (gating applies to forwarded calls)");
+
+  const prefixRaw = str("command-prefix");
+  const commandPrefix = prefixRaw === undefined ? undefined : prefixRaw.split(/\s+/).filter(Boolean);
+  if (commandPrefix && commandPrefix.length === 0) throw new UsageError("--command-prefix: must name a program");
+
+  const demo = str("demo") ?? "off";
+  if (demo !== "off" && demo !== "auto" && !/^[a-z0-9-]+$/.test(demo)) throw new UsageError(`--demo: invalid scenario "${demo}"`);
+
+  return {
+    help: values.help === true,
+    version: values.version === true,
+    mode,
+    csiEndpoint,
+    httpEndpoint,
+    driverName,
+    driverVersion,
+    capabilities,
+    maxRequestBytes: positiveInt("max-request-bytes", str("max-request-bytes") ?? "4194304", 64 * 1024 * 1024),
+    shutdownTimeoutMs: duration("shutdown-timeout", str("shutdown-timeout") ?? "5s"),
+    pluginsDir: str("plugins-dir"),
+    checkIntervalMs: Math.max(100, duration("check-interval", str("check-interval") ?? "5s")),
+    pluginTimeoutMs: duration("plugin-timeout", str("plugin-timeout") ?? "500ms"),
+    pluginMemoryMiB: positiveInt("plugin-memory", str("plugin-memory") ?? "16", 1024),
+    procfs: str("path.procfs") ?? "/proc",
+    sysfs: str("path.sysfs") ?? "/sys",
+    sourcesFile: str("sources"),
+    commandPrefix,
+    demo,
+    upstream,
+    gate,
+    upstreamTimeoutCapMs: duration("upstream-timeout-cap", str("upstream-timeout-cap") ?? "2m"),
+    logLevel,
+  };
+}

@@ -1,0 +1,96 @@
+import type { ParseArgsConfig } from "node:util";
+
+/** One flag: its parseArgs shape, its help line, and its default as shown in --help. */
+export interface FlagSpec {
+  name: string;
+  type: "string" | "boolean";
+  multiple?: boolean;
+  arg?: string;
+  help: string;
+  default?: string;
+  env?: string;
+  group: "Serving" | "Checks" | "Gateway mode" | "Other";
+}
+
+export const FLAGS: readonly FlagSpec[] = [
+  { group: "Serving", name: "mode", type: "string", arg: "node|controller", default: "node", env: "AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT=yes|no",
+    help: "Node mode runs the node checks; controller mode is ready as soon as it serves." },
+  { group: "Serving", name: "csi-endpoint", type: "string", arg: "ENDPOINT", default: "unix:///tmp/csi.sock", env: "CSI_ENDPOINT",
+    help: "gRPC (h2c) endpoint for kubelet-side tools: unix:///path/csi.sock or tcp://HOST:PORT. A stale socket is replaced; a live one is refused." },
+  { group: "Serving", name: "http-endpoint", type: "string", arg: "HOST:PORT|off", default: "0.0.0.0:29763 (node), 0.0.0.0:29762 (controller)",
+    help: "One TCP port for gRPC (h2c), gRPC-Web, Connect (HTTP/1.1 and h2c), /healthz, /livez, /readyz, /metrics. 'off' disables it." },
+  { group: "Serving", name: "driver-name", type: "string", arg: "NAME", default: "probegate.csi.io",
+    help: "CSI driver name for GetPluginInfo (domain-name notation, at most 63 characters)." },
+  { group: "Serving", name: "driver-version", type: "string", arg: "VERSION", default: "the probegate version",
+    help: "vendor_version for GetPluginInfo." },
+  { group: "Serving", name: "capabilities", type: "string", arg: "LIST", default: "none",
+    help: "Comma-separated plugin capabilities to advertise: controller-service, volume-accessibility-constraints, group-controller-service, online-expansion, offline-expansion." },
+  { group: "Serving", name: "max-request-bytes", type: "string", arg: "BYTES", default: "4194304",
+    help: "Largest request message accepted; larger ones are refused with RESOURCE_EXHAUSTED." },
+  { group: "Serving", name: "shutdown-timeout", type: "string", arg: "DURATION", default: "5s",
+    help: "On SIGTERM/SIGINT, how long in-flight calls may take before connections are cut." },
+  { group: "Checks", name: "plugins-dir", type: "string", arg: "DIR", default: "the bundled plugins (dist/plugins)",
+    help: "Directory of .wasm check plugins; watched, changes apply within a second (ConfigMap ..data swaps included)." },
+  { group: "Checks", name: "check-interval", type: "string", arg: "DURATION", default: "5s",
+    help: "How often checks are re-evaluated. Probe never waits for them." },
+  { group: "Checks", name: "plugin-timeout", type: "string", arg: "DURATION", default: "500ms",
+    help: "Deadline for one plugin call; a plugin that overruns fails with PluginTimeout." },
+  { group: "Checks", name: "plugin-memory", type: "string", arg: "MiB", default: "16",
+    help: "Memory cap of one plugin instance." },
+  { group: "Checks", name: "path.procfs", type: "string", arg: "DIR", default: "/proc",
+    help: "Where procfs is mounted (the host's, in a container)." },
+  { group: "Checks", name: "path.sysfs", type: "string", arg: "DIR", default: "/sys",
+    help: "Where sysfs is mounted (the host's, in a container)." },
+  { group: "Checks", name: "sources", type: "string", arg: "FILE",
+    help: "YAML list of extra command sources plugins may read (name, argv, timeout, ttl). No shell is ever used." },
+  { group: "Checks", name: "command-prefix", type: "string", arg: "\"PROG ARGS...\"",
+    help: "Prepended to every source command, split on whitespace (e.g. \"nsenter --target 1 --mount --net --\" to run the host's lnetctl)." },
+  { group: "Checks", name: "demo", type: "string", arg: "auto|off|SCENARIO", default: "off",
+    help: "Serve a built-in demo node (fake lnetctl/lctl, procfs and sysfs). 'auto' uses it only when lnetctl is not on PATH. Scenarios: healthy, ni-down, lnet-down." },
+  { group: "Gateway mode", name: "upstream", type: "string", arg: "ENDPOINT",
+    help: "Put probegate in front of an existing CSI driver's socket: forward Node/Controller calls, combine Probe, gate mounts." },
+  { group: "Gateway mode", name: "gate", type: "string", arg: "LIST", default: "node-stage,node-publish (with --upstream)",
+    help: "Calls refused with UNAVAILABLE while the node is not ready; 'none' disables gating." },
+  { group: "Gateway mode", name: "upstream-timeout-cap", type: "string", arg: "DURATION", default: "2m",
+    help: "Longest deadline passed on to the upstream driver." },
+  { group: "Other", name: "log-level", type: "string", arg: "LEVEL", default: "info",
+    help: "trace, debug, info, warn, error, fatal or silent. Logs are JSON on stderr." },
+  { group: "Other", name: "help", type: "boolean", help: "Show this help." },
+  { group: "Other", name: "version", type: "boolean", help: "Print the version." },
+];
+
+export function parseArgsOptions(): NonNullable<ParseArgsConfig["options"]> {
+  const options: NonNullable<ParseArgsConfig["options"]> = {};
+  for (const f of FLAGS) options[f.name] = f.multiple ? { type: f.type, multiple: true } : { type: f.type };
+  options.help.short = "h";
+  return options;
+}
+
+export function helpText(version: string): string {
+  const out: string[] = [
+    `probegate ${version}: a CSI Probe gateway with sandboxed WebAssembly check plugins`,
+    "",
+    "Usage:",
+    "  probegate [flags]                  serve csi.v1.Identity, grpc.health.v1 and reflection",
+    "  probegate plugin new NAME          scaffold a check plugin",
+    "  probegate plugin test PLUGIN.wasm --source NAME=FILE ...   run a plugin on saved outputs",
+    "  probegate plugin inspect PLUGIN.wasm                       show a plugin and whether it would load",
+    "",
+    "Flags take --name=value or --name value.",
+  ];
+  for (const group of ["Serving", "Checks", "Gateway mode", "Other"] as const) {
+    out.push("", `${group}:`);
+    for (const f of FLAGS.filter((x) => x.group === group)) {
+      out.push(`  --${f.name}${f.arg ? ` ${f.arg}` : ""}`);
+      out.push(`      ${f.help}`);
+      const extra = [f.default ? `default: ${f.default}` : "", f.env ? `env: ${f.env}` : ""].filter(Boolean).join("; ");
+      if (extra) out.push(`      (${extra})`);
+    }
+  }
+  out.push(
+    "",
+    "Exit codes: 0 clean shutdown, 1 runtime failure (e.g. port or socket in use), 2 bad flags.",
+    "",
+  );
+  return out.join("\n");
+}

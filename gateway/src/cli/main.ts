@@ -1,0 +1,127 @@
+import { StaticReadiness, type ReadinessProvider } from "../engine/state.js";
+import { startGateway, type Gateway } from "../gateway.js";
+import { createLogger, type Logger } from "../observability/logger.js";
+import { Metrics } from "../observability/metrics.js";
+import { CAPABILITY_NAMES, type IdentityConfig } from "../services/identity.js";
+import { ListenError } from "../transport/listeners.js";
+import { parseConfig, UsageError, type Config } from "./config.js";
+import { helpText } from "./flags.js";
+import { VERSION } from "./package-info.js";
+
+function identityConfig(cfg: Config): IdentityConfig {
+  return {
+    driverName: cfg.driverName,
+    vendorVersion: cfg.driverVersion ?? VERSION,
+    manifest: {
+      "probegate.version": VERSION,
+      "probegate.mode": cfg.mode,
+      "probegate.plugin-abi": "1",
+      "node.version": process.version,
+      "node.platform": `${process.platform}/${process.arch}`,
+    },
+    capabilities: cfg.capabilities.map((c) => CAPABILITY_NAMES[c]),
+  };
+}
+
+/** Resolves when the first SIGTERM or SIGINT arrives. */
+function waitForSignal(logger: Logger): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (sig: NodeJS.Signals) => {
+      process.removeListener("SIGTERM", on);
+      process.removeListener("SIGINT", on);
+      logger.info({ signal: sig }, "shutting down");
+      resolve(sig);
+    };
+    process.on("SIGTERM", on);
+    process.on("SIGINT", on);
+  });
+}
+
+/** Keeps the gateway serving whatever a bug somewhere throws; it is logged, never fatal. */
+function guardProcess(logger: Logger): void {
+  process.on("uncaughtException", (err) => logger.error({ err }, "uncaught exception (gateway keeps serving)"));
+  process.on("unhandledRejection", (err) => logger.error({ err }, "unhandled rejection (gateway keeps serving)"));
+}
+
+export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "plugin") {
+    const { runPluginCommand } = await import("./plugin-commands.js");
+    return runPluginCommand(argv.slice(1), { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() });
+  }
+  let cfg: Config;
+  try {
+    cfg = parseConfig(argv, process.env);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`probegate: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (cfg.help) {
+    process.stdout.write(helpText(VERSION));
+    return 0;
+  }
+  if (cfg.version) {
+    process.stdout.write(`probegate ${VERSION}\n`);
+    return 0;
+  }
+
+  const logger = createLogger(cfg.logLevel);
+  guardProcess(logger);
+  const metrics = new Metrics();
+  const stopSignal = waitForSignal(logger);
+
+  let checks: { readiness: ReadinessProvider; stop(): Promise<void>; describe: Record<string, unknown> };
+  try {
+    const { startChecks } = await import("./checks.js");
+    checks = await startChecks(cfg, logger, metrics);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`probegate: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+
+  let gw: Gateway;
+  try {
+    gw = await startGateway({
+      csiEndpoint: cfg.csiEndpoint,
+      httpEndpoint: cfg.httpEndpoint,
+      identity: identityConfig(cfg),
+      readiness: checks.readiness,
+      logger,
+      metrics,
+      readMaxBytes: cfg.maxRequestBytes,
+    });
+  } catch (err) {
+    await checks.stop();
+    if (err instanceof ListenError) {
+      logger.error({ err: err.message }, "cannot listen");
+      process.stderr.write(`probegate: cannot listen: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  logger.info(
+    {
+      version: VERSION,
+      mode: cfg.mode,
+      csiEndpoint: gw.csi?.address,
+      httpEndpoint: gw.http?.address ?? "off",
+      driverName: cfg.driverName,
+      ...checks.describe,
+    },
+    "probegate started",
+  );
+
+  await stopSignal;
+  await gw.close(cfg.shutdownTimeoutMs);
+  await checks.stop();
+  logger.info("stopped");
+  logger.flush();
+  return 0;
+}
+
+export { StaticReadiness };

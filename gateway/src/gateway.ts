@@ -1,0 +1,85 @@
+import type { DescFile } from "@bufbuild/protobuf";
+import { getRequestListener } from "@hono/node-server";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { ReadinessProvider } from "./engine/state.js";
+import { createHttpApp, HTTP_PATHS } from "./http/app.js";
+import type { Logger } from "./observability/logger.js";
+import type { Metrics } from "./observability/metrics.js";
+import type { IdentityConfig } from "./services/identity.js";
+import { LocalProbeSource, type ProbeSource } from "./services/probe-source.js";
+import { createRpcHandler } from "./services/router.js";
+import type { Endpoint } from "./transport/endpoint.js";
+import { startCsiListener, startHttpListener, type RunningListener } from "./transport/listeners.js";
+import type { StreamRoute } from "./transport/stream-route.js";
+
+export interface GatewayConfig {
+  csiEndpoint?: Endpoint;
+  httpEndpoint?: Endpoint;
+  identity: IdentityConfig;
+  readiness: ReadinessProvider;
+  /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
+  probe?: ProbeSource;
+  /** Raw stream routes tried before Connect (fast path, upstream proxy). */
+  routes?: readonly StreamRoute[];
+  logger: Logger;
+  metrics: Metrics;
+  readMaxBytes?: number;
+  extraServices?: readonly string[];
+  extraFiles?: readonly DescFile[];
+}
+
+export interface Gateway {
+  csi?: RunningListener;
+  http?: RunningListener;
+  /** Graceful stop: in-flight calls get up to deadlineMs, the socket is removed. */
+  close(deadlineMs: number): Promise<void>;
+}
+
+type AnyRequest = IncomingMessage | Http2ServerRequest;
+type AnyResponse = ServerResponse | Http2ServerResponse;
+
+export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
+  const shutdown = new AbortController();
+  const probe = cfg.probe ?? new LocalProbeSource(cfg.readiness);
+  const rpc = createRpcHandler({
+    identity: cfg.identity,
+    probe,
+    readiness: cfg.readiness,
+    metrics: cfg.metrics,
+    shutdown: shutdown.signal,
+    readMaxBytes: cfg.readMaxBytes ?? 4 * 1024 * 1024,
+    extraServices: cfg.extraServices,
+    extraFiles: cfg.extraFiles,
+  });
+  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics }).fetch);
+  const handler = (req: AnyRequest, res: AnyResponse) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    if (HTTP_PATHS.has(path)) void http(req as IncomingMessage, res as ServerResponse);
+    else rpc(req, res);
+  };
+  const routes = cfg.routes ?? [];
+  const listeners: RunningListener[] = [];
+  const gw: Gateway = {
+    async close(deadlineMs) {
+      shutdown.abort();
+      await Promise.all(listeners.map((l) => l.close(deadlineMs)));
+    },
+  };
+  try {
+    if (cfg.csiEndpoint) {
+      gw.csi = await startCsiListener({ endpoint: cfg.csiEndpoint, routes, handler, logger: cfg.logger });
+      listeners.push(gw.csi);
+    }
+    if (cfg.httpEndpoint) {
+      gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes, handler, logger: cfg.logger });
+      listeners.push(gw.http);
+    }
+  } catch (err) {
+    await gw.close(0);
+    throw err;
+  }
+  return gw;
+}

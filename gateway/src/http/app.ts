@@ -1,0 +1,63 @@
+import { Hono, type Context } from "hono";
+import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
+import type { Metrics } from "../observability/metrics.js";
+import { excludeSet, healthView } from "./health-text.js";
+
+/** Paths the hono app owns; everything else on the port is RPC. */
+export const HTTP_PATHS = new Set(["/healthz", "/livez", "/readyz", "/metrics"]);
+
+interface EndpointSpec {
+  probe: ProbeKind;
+  okBody: string;
+  failBody: string;
+  name: string;
+}
+
+// /healthz keeps the reference driver's contract (200 ok / 503 not ready).
+const ENDPOINTS: Record<string, EndpointSpec> = {
+  "/healthz": { probe: "readiness", okBody: "ok", failBody: "not ready", name: "healthz" },
+  "/readyz": { probe: "readiness", okBody: "ok", failBody: "not ready", name: "readyz" },
+  "/livez": { probe: "liveness", okBody: "alive", failBody: "not alive", name: "livez" },
+};
+
+export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics }): Hono {
+  const { readiness, metrics } = opts;
+  const app = new Hono();
+
+  const answer = (spec: EndpointSpec) => (c: Context) => {
+    const s = readiness.snapshot();
+    const exclude = excludeSet(c.req.queries("exclude") ?? []);
+    const view = healthView(s, spec.probe, exclude);
+    const status = view.ok ? 200 : 503;
+    metrics.probeRequests.inc({ transport: "http", method: spec.name, result: view.ok ? "ready" : "not_ready" });
+    c.header("cache-control", "no-store");
+    if ((c.req.header("accept") ?? "").includes("application/json")) {
+      return c.json(
+        {
+          status: view.ok ? "ok" : "failing",
+          phase: s.phase,
+          ready: s.ready,
+          live: s.live,
+          excluded: [...exclude],
+          conditions: s.conditions,
+          refusals: s.refusals,
+        },
+        status,
+      );
+    }
+    if (c.req.query("verbose") !== undefined) {
+      const verdict = `${spec.name} check ${view.ok ? "passed" : "failed"}`;
+      return c.text([...view.lines, verdict, ""].join("\n"), status);
+    }
+    return c.text(view.ok ? spec.okBody : spec.failBody, status);
+  };
+
+  for (const [path, spec] of Object.entries(ENDPOINTS)) app.get(path, answer(spec));
+  app.get("/metrics", async (c) => {
+    const body = await metrics.registry.metrics();
+    return c.text(body, 200, { "content-type": metrics.registry.contentType });
+  });
+  app.notFound((c) => c.text("not found", 404));
+  app.onError((err, c) => c.text(`internal error: ${err.message}`, 500));
+  return app;
+}

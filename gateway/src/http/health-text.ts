@@ -1,0 +1,55 @@
+import type { Condition, HealthSnapshot, ProbeKind } from "../engine/state.js";
+
+export interface HealthView {
+  ok: boolean;
+  lines: string[];
+}
+
+/**
+ * The verdict of one health endpoint for one request, computed from the
+ * snapshot minus the checks the caller excluded (like the Kubernetes API
+ * server's ?exclude=), with one verbose line per check.
+ */
+export function healthView(s: HealthSnapshot, probe: ProbeKind, exclude: ReadonlySet<string>): HealthView {
+  const lines: string[] = [];
+  let ok = true;
+  if (probe === "readiness" && s.phase === "initializing") {
+    ok = false;
+    lines.push("[-]initializing: first evaluation has not completed");
+  }
+  for (const c of s.conditions) {
+    if (c.probe !== probe) continue;
+    const failing = c.status === "fail" && c.severity === "required";
+    if (exclude.has(c.name)) {
+      lines.push(`[+]${c.name} excluded: ${c.status === "fail" ? "failed" : "ok"}`);
+      continue;
+    }
+    if (failing) ok = false;
+    lines.push(conditionLine(c));
+  }
+  if (probe === "readiness") {
+    // An unhealthy node is not ready either: Probe answers with an error then.
+    for (const c of s.conditions) {
+      if (c.probe === "liveness" && c.status === "fail" && c.severity === "required" && !exclude.has(c.name)) {
+        ok = false;
+        lines.push(`[-]${c.name} (liveness) failed: ${c.reason}: ${c.message}`);
+      }
+    }
+  }
+  for (const r of s.refusals) lines.push(`[!]${r.file} refused: ${r.reason}: ${r.message}`);
+  return { ok, lines };
+}
+
+function conditionLine(c: Condition): string {
+  if (c.status === "pass") return `[+]${c.name} ok`;
+  const label = c.status === "warn" ? "warn" : c.severity === "advisory" ? "failed (advisory)" : "failed";
+  const mark = c.status === "fail" && c.severity === "required" ? "-" : "+";
+  return `[${mark}]${c.name} ${label}: ${c.reason}: ${c.message}`;
+}
+
+/** Parses ?exclude=a&exclude=b,c into a set. */
+export function excludeSet(values: readonly string[]): Set<string> {
+  const set = new Set<string>();
+  for (const v of values) for (const name of v.split(",")) if (name.trim()) set.add(name.trim());
+  return set;
+}

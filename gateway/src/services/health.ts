@@ -1,0 +1,76 @@
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as Status,
+} from "../../gen/grpc/health/v1/health_pb.js";
+import type { HealthSnapshot, ReadinessProvider } from "../engine/state.js";
+
+/** The service names probegate answers for, and which state each reports. */
+export const HEALTH_SERVICES = ["", "liveness", "readiness"] as const;
+
+/** Serving status for a health service name, or undefined for names we don't know. */
+export function healthStatus(service: string, s: HealthSnapshot): Status | undefined {
+  switch (service) {
+    case "":
+    case "liveness":
+      return s.live ? Status.SERVING : Status.NOT_SERVING;
+    case "readiness":
+      return s.ready && s.live ? Status.SERVING : Status.NOT_SERVING;
+    default:
+      return undefined;
+  }
+}
+
+export function healthService(
+  readiness: ReadinessProvider,
+  shutdown: AbortSignal,
+  onCheck?: (service: string, status: Status | undefined) => void,
+): ServiceImpl<typeof Health> {
+  return {
+    check(req) {
+      const status = healthStatus(req.service, readiness.snapshot());
+      onCheck?.(req.service, status);
+      if (status === undefined) throw new ConnectError(`unknown service "${req.service}"`, Code.NotFound);
+      return { status };
+    },
+    list() {
+      const s = readiness.snapshot();
+      const statuses: Record<string, { status: Status }> = {};
+      for (const name of HEALTH_SERVICES) statuses[name] = { status: healthStatus(name, s)! };
+      return { statuses };
+    },
+    // Per the protocol: send the current status at once, then every change;
+    // an unknown service gets SERVICE_UNKNOWN and the stream stays open.
+    async *watch(req, ctx) {
+      const signal = AbortSignal.any([ctx.signal, shutdown]);
+      const statusOf = (s: HealthSnapshot) => healthStatus(req.service, s) ?? Status.SERVICE_UNKNOWN;
+      // Subscribe before the first read so a change in between is not missed.
+      let dirty = false;
+      let wake: (() => void) | undefined;
+      const unsubscribe = readiness.subscribe(() => {
+        dirty = true;
+        wake?.();
+      });
+      const onAbort = () => wake?.();
+      signal.addEventListener("abort", onAbort);
+      try {
+        let last = statusOf(readiness.snapshot());
+        yield { status: last };
+        while (!signal.aborted) {
+          if (!dirty) await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          dirty = false;
+          if (signal.aborted) break;
+          const next = statusOf(readiness.snapshot());
+          if (next !== last) {
+            last = next;
+            yield { status: next };
+          }
+        }
+      } finally {
+        unsubscribe();
+        signal.removeEventListener("abort", onAbort);
+      }
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import path from "node:path";
+
+export type Endpoint =
+  | { kind: "unix"; path: string; display: string }
+  | { kind: "tcp"; host: string; port: number; display: string };
+
+export class EndpointError extends Error {}
+
+/**
+ * Parses the CSI convention: `unix:///abs/path.sock`, `unix://rel/path.sock`
+ * (relative to cwd, as csi-lib-utils treats it), `unix:/abs`, or `tcp://host:port`.
+ * A bare `host:port` (or `:port`) is accepted for TCP, as --http-endpoint uses it.
+ */
+export function parseEndpoint(raw: string, cwd = process.cwd()): Endpoint {
+  const value = raw.trim();
+  if (value === "") throw new EndpointError("endpoint is empty");
+  if (value.startsWith("unix:")) {
+    let p = value.slice("unix:".length);
+    if (p.startsWith("//")) p = p.slice(2);
+    if (p === "") throw new EndpointError(`${raw}: unix endpoint needs a socket path`);
+    const abs = path.isAbsolute(p) ? p : path.resolve(cwd, p);
+    return { kind: "unix", path: abs, display: `unix://${abs}` };
+  }
+  let hostPort = value;
+  if (value.startsWith("tcp://")) hostPort = value.slice("tcp://".length);
+  else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
+    throw new EndpointError(`${raw}: unsupported scheme (use unix:// or tcp://)`);
+  }
+  hostPort = hostPort.replace(/\/+$/, "");
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]\/]*)):(\d{1,5})$/.exec(hostPort);
+  if (!m) throw new EndpointError(`${raw}: expected HOST:PORT`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new EndpointError(`${raw}: port ${port} is out of range`);
+  const host = m[1] ?? (m[2] === "" ? "0.0.0.0" : m[2]);
+  const display = `tcp://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  return { kind: "tcp", host, port, display };
+}

@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+export const BIN = path.join(ROOT, "bin", "probegate.js");
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  /** unix socket path of the CSI endpoint */
+  socket: string;
+  /** host:port of the HTTP endpoint */
+  http: string;
+  /** every JSON log line so far */
+  logs(): Array<Record<string, unknown>>;
+  stderr(): string;
+  /** resolves with the exit code */
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function tempDir(prefix = "probegate-test-"): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/**
+ * Starts `probegate` as a real process on a fresh socket and an ephemeral port,
+ * and waits for its start log line (which names the bound addresses).
+ */
+export async function startGatewayProcess(
+  args: string[] = [],
+  opts: { env?: NodeJS.ProcessEnv; socket?: string; timeoutMs?: number; waitFor?: "started" | "exit" } = {},
+): Promise<GatewayProcess> {
+  if (!fs.existsSync(path.join(ROOT, "dist/gateway/src/cli/main.js"))) {
+    throw new Error("dist/ is missing: run `npm run build` (npm test does) before the integration tests");
+  }
+  const socket = opts.socket ?? path.join(tempDir(), "csi.sock");
+  const fullArgs = [BIN, `--csi-endpoint=unix://${socket}`, "--http-endpoint=127.0.0.1:0", "--log-level=debug", ...args];
+  const child = spawn(process.execPath, fullArgs, {
+    env: { ...process.env, ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let err = "";
+  const lines: Array<Record<string, unknown>> = [];
+  child.stderr!.setEncoding("utf8");
+  child.stdout!.resume();
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const started = new Promise<Record<string, unknown>>((resolve, reject) => {
+    let partial = "";
+    child.stderr!.on("data", (chunk: string) => {
+      err += chunk;
+      partial += chunk;
+      let nl;
+      while ((nl = partial.indexOf("\n")) >= 0) {
+        const line = partial.slice(0, nl);
+        partial = partial.slice(nl + 1);
+        try {
+          const obj = JSON.parse(line);
+          lines.push(obj);
+          if (obj.msg === "probegate started") resolve(obj);
+        } catch {
+          // not a log line (e.g. a usage error): kept in stderr()
+        }
+      }
+    });
+    void exited.then((code) => reject(new Error(`probegate exited with ${code} before starting:\n${err}`)));
+    setTimeout(() => reject(new Error(`probegate did not start in time:\n${err}`)), opts.timeoutMs ?? 30_000).unref();
+  });
+  const gp: GatewayProcess = {
+    child,
+    socket,
+    http: "",
+    logs: () => lines,
+    stderr: () => err,
+    exited,
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+  const startLine = await started;
+  gp.http = String(startLine.httpEndpoint);
+  return gp;
+}
+
+/** Runs probegate to completion (for flag errors, --help, listen failures). */
+export function runProbegate(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`probegate ${args.join(" ")} did not exit: ${stderr}`));
+    }, timeoutMs);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
