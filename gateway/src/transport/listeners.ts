@@ -50,10 +50,13 @@ async function drain(
   sessions: Set<http2.ServerHttp2Session>,
   sockets: Set<net.Socket>,
   deadlineMs: number,
+  onTick?: () => void,
 ): Promise<void> {
   for (const s of sessions) s.close();
   const start = Date.now();
   while ((sessions.size > 0 || sockets.size > 0) && Date.now() - start < deadlineMs) {
+    // Keep-alive connections become idle as their last call ends; close them then.
+    onTick?.();
     await new Promise((r) => setTimeout(r, 20));
   }
   for (const s of sessions) s.destroy();
@@ -131,8 +134,7 @@ export async function startHttpListener(opts: {
     async close(deadlineMs) {
       tcp.close();
       h1.close();
-      h1.closeIdleConnections();
-      await drain(h2.sessions, h1Sockets, deadlineMs);
+      await drain(h2.sessions, h1Sockets, deadlineMs, () => h1.closeIdleConnections());
     },
   };
 }
