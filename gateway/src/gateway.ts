@@ -8,7 +8,8 @@ import type { Logger } from "./observability/logger.js";
 import type { Metrics } from "./observability/metrics.js";
 import type { IdentityConfig } from "./services/identity.js";
 import { LocalProbeSource, type ProbeSource } from "./services/probe-source.js";
-import { createRpcHandler } from "./services/router.js";
+import { createFastPath } from "./services/fast-path.js";
+import { createRpcStack } from "./services/router.js";
 import type { Endpoint } from "./transport/endpoint.js";
 import { startCsiListener, startHttpListener, type RunningListener } from "./transport/listeners.js";
 import type { StreamRoute } from "./transport/stream-route.js";
@@ -25,6 +26,8 @@ export interface GatewayConfig {
   logger: Logger;
   metrics: Metrics;
   readMaxBytes?: number;
+  /** Serve Probe and Health/Check over gRPC without Connect's per-call machinery (default on). */
+  fastPath?: boolean;
   extraServices?: readonly string[];
   extraFiles?: readonly DescFile[];
 }
@@ -42,13 +45,15 @@ type AnyResponse = ServerResponse | Http2ServerResponse;
 export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   const shutdown = new AbortController();
   const probe = cfg.probe ?? new LocalProbeSource(cfg.readiness);
-  const rpc = createRpcHandler({
+  const readMaxBytes = cfg.readMaxBytes ?? 4 * 1024 * 1024;
+  const stack = createRpcStack({
     identity: cfg.identity,
     probe,
     readiness: cfg.readiness,
     metrics: cfg.metrics,
+    logger: cfg.logger,
     shutdown: shutdown.signal,
-    readMaxBytes: cfg.readMaxBytes ?? 4 * 1024 * 1024,
+    readMaxBytes,
     extraServices: cfg.extraServices,
     extraFiles: cfg.extraFiles,
   });
@@ -58,9 +63,14 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
     if (HTTP_PATHS.has(path)) void http(req as IncomingMessage, res as ServerResponse);
-    else rpc(req, res);
+    else stack.compat(req, res);
   };
-  const routes = cfg.routes ?? [];
+  const routes = [...(cfg.routes ?? [])];
+  if (cfg.fastPath !== false) {
+    routes.unshift(
+      createFastPath({ stack, probe, readiness: cfg.readiness, metrics: cfg.metrics, logger: cfg.logger, readMaxBytes }),
+    );
+  }
   const listeners: RunningListener[] = [];
   const gw: Gateway = {
     async close(deadlineMs) {

@@ -94,6 +94,8 @@ export async function main(argv: string[]): Promise<number> {
       logger,
       metrics,
       readMaxBytes: cfg.maxRequestBytes,
+      // A diagnostic switch: the interop tests and benchmarks compare both paths.
+      fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
     });
   } catch (err) {
     await checks.stop();

@@ -98,6 +98,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** result: answered (served from memory) | connect (handed to Connect: unusual request or async answer) */
+  readonly fastPath = new Counter({
+    name: "probegate_fast_path_requests_total",
+    help: "gRPC Probe and Health/Check requests seen by the fast path, by how they were answered.",
+    labelNames: ["method", "result"] as const,
+    registers: [this.registry],
+  });
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

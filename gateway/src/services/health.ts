@@ -21,6 +21,8 @@ export function healthStatus(service: string, s: HealthSnapshot): Status | undef
   }
 }
 
+export const unknownServiceMessage = (service: string) => `unknown service "${service}"`;
+
 export function healthService(
   readiness: ReadinessProvider,
   shutdown: AbortSignal,
@@ -30,7 +32,7 @@ export function healthService(
     check(req) {
       const status = healthStatus(req.service, readiness.snapshot());
       onCheck?.(req.service, status);
-      if (status === undefined) throw new ConnectError(`unknown service "${req.service}"`, Code.NotFound);
+      if (status === undefined) throw new ConnectError(unknownServiceMessage(req.service), Code.NotFound);
       return { status };
     },
     list() {

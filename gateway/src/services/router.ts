@@ -1,19 +1,27 @@
 import type { DescFile } from "@bufbuild/protobuf";
 import { file_google_protobuf_descriptor, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
-import type { ConnectRouter, ContextValues } from "@connectrpc/connect";
-import { createContextKey, createContextValues } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { CompatHandler } from "../transport/h2-server.js";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type ConnectRouter,
+  type ContextValues,
+} from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import type http2 from "node:http2";
 import { file_csi_v1_csi, Identity } from "../../gen/csi/v1/csi_pb.js";
 import { file_grpc_health_v1_health, Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { file_grpc_reflection_v1_reflection } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { file_grpc_reflection_v1alpha_reflection } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import type { ReadinessProvider } from "../engine/state.js";
+import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import { LISTENER } from "../transport/h2-server.js";
+import { LISTENER, type CompatHandler } from "../transport/h2-server.js";
 import type { Listener } from "../transport/stream-route.js";
-import { grpcDecodeErrorsAsInvalidArgument } from "./decode-errors.js";
+import { decodeErrorsAsInvalidArgument } from "./decode-errors.js";
 import { healthService } from "./health.js";
 import { identityService, type IdentityConfig } from "./identity.js";
 import type { ProbeSource } from "./probe-source.js";
@@ -37,6 +45,12 @@ export function transportOf(contentType: string, listener: Listener): TransportL
   return "connect";
 }
 
+export function contextValuesFor(contentType: string, listener: Listener): ContextValues {
+  const values = createContextValues();
+  values.set(transportKey, transportOf(contentType, listener));
+  return values;
+}
+
 function listenerOf(req: Parameters<CompatHandler>[0]): Listener {
   const stream = (req as http2.Http2ServerRequest).stream;
   const session = stream?.session as unknown as Record<symbol, Listener> | undefined;
@@ -53,11 +67,15 @@ export const SERVED_FILES: readonly DescFile[] = [
   file_google_protobuf_wrappers,
 ];
 
+/** What Connect's server advertises and accepts; the fast path negotiates identically. */
+export const ACCEPT_COMPRESSION = [compressionGzip, compressionBrotli];
+
 export interface RpcOptions {
   identity: IdentityConfig;
   probe: ProbeSource;
   readiness: ReadinessProvider;
   metrics: Metrics;
+  logger: Logger;
   shutdown: AbortSignal;
   readMaxBytes: number;
   /** Extra fully-qualified service names to list over reflection (gateway mode's forwarded ones). */
@@ -65,8 +83,17 @@ export interface RpcOptions {
   extraFiles?: readonly DescFile[];
 }
 
-/** Connect handler for every RPC we serve ourselves, over gRPC, gRPC-Web and Connect. */
-export function createRpcHandler(opts: RpcOptions): CompatHandler {
+export interface RpcStack {
+  /** Connect's handler per request path ("/csi.v1.Identity/Probe"). */
+  handlers: ReadonlyMap<string, UniversalHandler>;
+  /** Node compat-API handler for everything the raw routes don't take. */
+  compat: CompatHandler;
+  /** Runs one Connect handler and applies probegate's response policy. */
+  invoke(handler: UniversalHandler, req: Parameters<UniversalHandler>[0]): ReturnType<UniversalHandler>;
+}
+
+/** Every RPC we serve ourselves, over gRPC, gRPC-Web and Connect, on one Connect router. */
+export function createRpcStack(opts: RpcOptions): RpcStack {
   const services = [
     Identity.typeName,
     Health.typeName,
@@ -77,43 +104,53 @@ export function createRpcHandler(opts: RpcOptions): CompatHandler {
   const index = new DescriptorIndex([...SERVED_FILES, ...(opts.extraFiles ?? [])], services);
   const { metrics } = opts;
 
-  const routes = (router: ConnectRouter) => {
-    router.service(
-      Identity,
-      identityService(opts.identity, opts.probe),
-      {
-        interceptors: [
-          (next) => async (req) => {
-            if (req.method.name !== "Probe") return next(req);
-            const transport = req.contextValues.get(transportKey);
-            try {
-              const res = await next(req);
-              const ready = (res as { message?: { ready?: boolean } }).message?.ready !== false;
-              metrics.probeRequests.inc({ transport, method: "Probe", result: ready ? "ready" : "not_ready" });
-              return res;
-            } catch (err) {
-              metrics.probeRequests.inc({ transport, method: "Probe", result: "error" });
-              throw err;
-            }
-          },
-        ],
-      },
-    );
-    router.service(Health, healthService(opts.readiness, opts.shutdown));
-    router.service(reflectionV1Module.ServerReflection, reflectionV1(index));
-    router.service(reflectionV1alphaModule.ServerReflection, reflectionV1alpha(index));
-  };
-
-  const adapter = connectNodeAdapter({
-    routes,
-    fallback: unimplemented as Parameters<typeof connectNodeAdapter>[0]["fallback"],
+  const router: ConnectRouter = createConnectRouter({
+    acceptCompression: ACCEPT_COMPRESSION,
     readMaxBytes: opts.readMaxBytes,
     shutdownSignal: opts.shutdown,
-    contextValues: (req): ContextValues => {
-      const values = createContextValues();
-      values.set(transportKey, transportOf(String(req.headers["content-type"] ?? ""), listenerOf(req)));
-      return values;
-    },
-  }) as CompatHandler;
-  return grpcDecodeErrorsAsInvalidArgument(adapter);
+    interceptors: [
+      (next) => async (req) => {
+        const method = req.method.name === "Probe" ? "Probe" : req.method.name === "Check" ? "Health.Check" : undefined;
+        if (!method) return next(req);
+        const transport = req.contextValues.get(transportKey);
+        try {
+          const res = await next(req);
+          const msg = (res as { message?: { ready?: boolean; status?: number } }).message;
+          const ok = method === "Probe" ? msg?.ready !== false : msg?.status === 1;
+          metrics.probeRequests.inc({ transport, method, result: ok ? "ready" : "not_ready" });
+          return res;
+        } catch (err) {
+          metrics.probeRequests.inc({ transport, method, result: "error" });
+          throw err;
+        }
+      },
+    ],
+  });
+  router.service(Identity, identityService(opts.identity, opts.probe));
+  router.service(Health, healthService(opts.readiness, opts.shutdown));
+  router.service(reflectionV1Module.ServerReflection, reflectionV1(index));
+  router.service(reflectionV1alphaModule.ServerReflection, reflectionV1alpha(index));
+
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  const invoke: RpcStack["invoke"] = async (handler, req) =>
+    decodeErrorsAsInvalidArgument(await handler(req), handler.requestPath);
+
+  const compat: CompatHandler = (req, res) => {
+    const path = (req.url ?? "").split("?", 1)[0];
+    const handler = handlers.get(path);
+    if (!handler) return unimplemented(req, res);
+    const uReq = universalRequestFromNodeRequest(
+      req,
+      res as never,
+      undefined,
+      contextValuesFor(String(req.headers["content-type"] ?? ""), listenerOf(req)),
+    );
+    invoke(handler, uReq)
+      .then((uRes) => universalResponseToNodeResponse(uRes, res as never))
+      .catch((reason) => {
+        if (ConnectError.from(reason).code === Code.Aborted) return;
+        opts.logger.warn({ err: reason, path }, "rpc handler failed");
+      });
+  };
+  return { handlers, compat, invoke };
 }
