@@ -1,0 +1,73 @@
+// deploy/README.md and the dashboard: links resolve, the required sections are
+// there, and every metric they name is one probegate exports.
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { BUILT, DEPLOY, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
+
+const readme = readFileSync(path.join(DEPLOY, "README.md"), "utf8");
+const dashboard = JSON.parse(readFileSync(path.join(DEPLOY, "grafana/probegate-dashboard.json"), "utf8"));
+
+// The metric families probegate documents (prom-client; histograms add _bucket/_sum/_count).
+const METRICS = [
+  "probegate_probe_requests_total", "probegate_ready", "probegate_live", "probegate_check_status",
+  "probegate_check_duration_seconds", "probegate_check_runs_total", "probegate_source_executions_total",
+  "probegate_source_duration_seconds", "probegate_source_timeouts_total", "probegate_source_errors_total",
+  "probegate_plugin_loads_total", "probegate_plugin_refusals_total", "probegate_plugin_quarantines_total",
+  "probegate_plugins_loaded", "probegate_plugins_refused",
+];
+const family = (name: string) => name.replace(/_(bucket|sum|count)$/, "");
+const exprs: string[] = dashboard.panels.flatMap((p: any) => p.targets.map((t: any) => t.expr));
+
+function jsFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = path.join(dir, f);
+    return statSync(p).isDirectory() ? jsFiles(p) : p.endsWith(".js") ? [p] : [];
+  });
+}
+
+describe("deploy/README.md", () => {
+  it("covers install, verify, adding a plugin, metrics and uninstall", () => {
+    for (const h of ["## Install", "## Verify", "## Add a plugin to a running cluster", "## Metrics", "## Uninstall"]) {
+      expect(readme).toContain(h);
+    }
+    for (const s of ["kubectl -n probegate get pods", "kubectl -n probegate port-forward", "/readyz?verbose", "grpcurl -plaintext -unix",
+      "create configmap probegate-plugins --from-file=", "--dry-run=client -o yaml | kubectl apply", "emptyDir", "to be set from `bench/` results",
+      "kubectl delete -k", "npx vitest run deploy/test"]) {
+      expect(readme, s).toContain(s);
+    }
+  });
+
+  it("every relative link points at a file in the tree", () => {
+    const links = [...readme.matchAll(/\]\(([^)#]+)\)/g)].map((m) => m[1]!).filter((l) => !/^[a-z]+:/.test(l));
+    expect(links.length).toBeGreaterThan(5);
+    for (const l of links) expect(existsSync(path.join(DEPLOY, l)), l).toBe(true);
+  });
+
+  it("names only metrics probegate exports", () => {
+    const named = [...readme.matchAll(/\bprobegate_[a-z_]+/g)].map((m) => family(m[0]));
+    expect(new Set(named).size).toBeGreaterThanOrEqual(12);
+    for (const n of named) expect(METRICS, n).toContain(n);
+  });
+});
+
+describe("deploy/grafana/probegate-dashboard.json", () => {
+  it("is a dashboard whose queries use only exported metrics", () => {
+    expect(dashboard.uid).toBe("probegate");
+    expect(exprs.length).toBeGreaterThan(10);
+    const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\bprobegate_[a-z_]+/g)].map((m) => family(m[0]))));
+    for (const n of used) expect(METRICS, n).toContain(n);
+    // Every family appears on the dashboard.
+    expect([...used].sort()).toEqual([...METRICS].sort());
+    const ids = dashboard.panels.map((p: any) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("the metric names are the ones the built gateway registers", () => {
+    if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
+    const source = jsFiles(path.join(REPO, "dist/gateway/src")).map((f) => readFileSync(f, "utf8")).join("\n");
+    for (const n of METRICS) expect(source, n).toContain(`"${n}"`);
+    // Histograms, so the dashboard's histogram_quantile over _bucket works.
+    for (const e of exprs.filter((e) => e.includes("_bucket"))) expect(e).toMatch(/histogram_quantile\(/);
+  });
+});

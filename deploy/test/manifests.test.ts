@@ -1,0 +1,312 @@
+// Validates the real Kustomize tree: every source file, every rendered object
+// (base and the example overlay) against the Kubernetes schemas of
+// kubernetes-models, plus cross-checks between the objects.
+import { readFileSync, readdirSync, existsSync, statSync } from "node:fs";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { BUILT, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
+import { listedPlugins, render, renderer, type K8sObject, type Rendered } from "./lib/render.js";
+import { unknownFields } from "./lib/strict.js";
+import { containersOf, expand, flagsOf, isProbegate, pods } from "./lib/workloads.js";
+
+async function validateModel(obj: K8sObject): Promise<void> {
+  const mod = await import(`kubernetes-models/${obj.apiVersion}`);
+  const Model = mod[obj.kind];
+  if (!Model) throw new Error(`${obj.apiVersion} ${obj.kind}: no kubernetes-models class`);
+  // kustomize wraps binaryData's base64 at 70 columns. The apiserver's decoder
+  // (Go's encoding/base64) skips newlines; the schema's "byte" format does not,
+  // so validate the value the apiserver will actually decode.
+  const data = obj.binaryData
+    ? { ...obj, binaryData: Object.fromEntries(Object.entries(obj.binaryData as Record<string, string>).map(([k, v]) => [k, v.replace(/[\r\n]/g, "")])) }
+    : obj;
+  new Model(data).validate();
+}
+
+function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = path.join(dir, f);
+    return statSync(p).isDirectory() ? walk(p) : [p];
+  });
+}
+
+const RBAC = new Set(["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"]);
+const ONE_MIB = 1024 * 1024;
+
+describe("kustomize sources", () => {
+  const yamlFiles = walk(KUSTOMIZE_DIR).filter((f) => f.endsWith(".yaml"));
+
+  it("every YAML file parses", () => {
+    expect(yamlFiles.length).toBeGreaterThan(5);
+    for (const f of yamlFiles) {
+      for (const d of parseAllDocuments(readFileSync(f, "utf8"))) expect(d.errors, f).toEqual([]);
+    }
+  });
+
+  it("every kustomization's references exist", () => {
+    for (const f of yamlFiles.filter((f) => path.basename(f) === "kustomization.yaml")) {
+      const k = parse(readFileSync(f, "utf8"));
+      const dir = path.dirname(f);
+      for (const r of [...(k.resources ?? []), ...(k.components ?? [])]) {
+        expect(existsSync(path.join(dir, r)), `${f}: ${r}`).toBe(true);
+      }
+      for (const g of k.configMapGenerator ?? []) {
+        for (const file of g.files ?? []) {
+          // base/plugins/*.wasm are build outputs staged by deploy/scripts/stage-plugins.sh
+          if (file.startsWith("plugins/") && file.endsWith(".wasm")) continue;
+          expect(existsSync(path.join(dir, file)), `${f}: ${file}`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it("every base resource file validates on its own", async () => {
+    const k = parse(readFileSync(path.join(KUSTOMIZE_DIR, "base/kustomization.yaml"), "utf8"));
+    for (const r of k.resources as string[]) {
+      for (const d of parseAllDocuments(readFileSync(path.join(KUSTOMIZE_DIR, "base", r), "utf8"))) {
+        const obj = d.toJS() as K8sObject;
+        await validateModel(obj);
+        expect(unknownFields(obj), r).toEqual([]);
+      }
+    }
+  });
+
+  it("the default plugin set listed in the base is exactly what the build makes", () => {
+    if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
+    const built = existsSync(DIST_PLUGINS) ? readdirSync(DIST_PLUGINS).filter((f) => f.endsWith(".wasm")).sort() : [];
+    expect(built.length, "dist/plugins/*.wasm: the build made no plugins (npm run build runs plugins:build)").toBeGreaterThan(0);
+    expect(listedPlugins().sort()).toEqual(built);
+  });
+});
+
+for (const target of ["base", "overlays/example"]) {
+  describe(`rendered ${target}`, () => {
+    let r: Rendered;
+    let docs: K8sObject[];
+    const byKind = (kind: string) => docs.filter((d) => d.kind === kind);
+
+    beforeAll(() => {
+      r = render(target);
+      docs = r.docs;
+    });
+
+    it("renders with a real kustomize", () => {
+      expect(renderer().version).toMatch(/v?[4-9]\./);
+      expect(docs.map((d) => d.kind).sort()).toEqual(
+        ["CSIDriver", "ConfigMap", "ConfigMap", "DaemonSet", "Deployment", "Namespace", "ServiceAccount", "ServiceAccount"].sort(),
+      );
+    });
+
+    it("every object validates against the Kubernetes schemas, with no unknown field", async () => {
+      for (const d of docs) {
+        await validateModel(d);
+        expect(unknownFields(d), `${d.kind}/${d.metadata.name}`).toEqual([]);
+      }
+    });
+
+    it("namespaced objects live in the Namespace it creates; no RBAC", () => {
+      const ns = byKind("Namespace")[0]!;
+      expect(ns.metadata.name).toBe("probegate");
+      expect(ns.metadata.labels["pod-security.kubernetes.io/enforce"]).toBe("privileged");
+      for (const d of docs) {
+        if (["Namespace", "CSIDriver"].includes(d.kind)) expect(d.metadata.namespace).toBeUndefined();
+        else expect(d.metadata.namespace, d.kind).toBe(ns.metadata.name);
+        expect(RBAC.has(d.kind), d.kind).toBe(false);
+      }
+    });
+
+    it("selectors match pod labels; service accounts exist and mount no token", () => {
+      const sas = new Set(byKind("ServiceAccount").map((s) => s.metadata.name));
+      for (const p of pods(docs)) {
+        for (const [k, v] of Object.entries(p.owner.spec.selector.matchLabels)) {
+          expect(p.owner.spec.template.metadata.labels[k]).toBe(v);
+        }
+        expect(sas.has(p.spec.serviceAccountName), p.spec.serviceAccountName).toBe(true);
+        expect(p.spec.automountServiceAccountToken).toBe(false);
+      }
+    });
+
+    it("each volumeMount has a volume, and ConfigMap volumes name a rendered ConfigMap", () => {
+      const cms = new Set(byKind("ConfigMap").map((c) => c.metadata.name));
+      for (const p of pods(docs)) {
+        const volumes = new Map<string, any>(p.spec.volumes.map((v: any) => [v.name, v]));
+        expect(volumes.size).toBe(p.spec.volumes.length);
+        for (const c of containersOf(p.spec)) {
+          for (const m of c.volumeMounts ?? []) expect(volumes.has(m.name), `${c.name}: ${m.name}`).toBe(true);
+        }
+        for (const v of volumes.values()) if (v.configMap) expect(cms.has(v.configMap.name), v.configMap.name).toBe(true);
+      }
+    });
+
+    it("each probe's port exists on its container", () => {
+      for (const p of pods(docs)) {
+        for (const c of containersOf(p.spec)) {
+          const ports = c.ports ?? [];
+          for (const kind of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+            const probe = c[kind];
+            if (!probe) continue;
+            const port = probe.httpGet?.port ?? probe.tcpSocket?.port ?? probe.grpc?.port;
+            if (port === undefined) continue; // exec
+            const found =
+              typeof port === "number" ? ports.some((q: any) => q.containerPort === port) : ports.some((q: any) => q.name === port);
+            expect(found, `${p.owner.kind}/${c.name} ${kind} port ${port}`).toBe(true);
+          }
+          for (const q of ports) expect(q.name?.length ?? 0).toBeLessThanOrEqual(15);
+        }
+      }
+    });
+
+    it("every container has requests and a memory limit; every $(VAR) in args is defined", () => {
+      for (const p of pods(docs)) {
+        for (const c of containersOf(p.spec)) {
+          expect(c.resources?.requests?.cpu, c.name).toBeTruthy();
+          expect(c.resources?.requests?.memory, c.name).toBeTruthy();
+          expect(c.resources?.limits?.memory, c.name).toBeTruthy();
+          for (const a of [...(c.command ?? []), ...(c.args ?? [])]) {
+            for (const m of a.matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)) {
+              expect((c.env ?? []).some((e: any) => e.name === m[1]), `${c.name}: ${a}`).toBe(true);
+            }
+          }
+        }
+      }
+    });
+
+    it("probegate containers: ports, probes and paths agree with their flags", () => {
+      const pg = pods(docs).flatMap((p) => containersOf(p.spec).filter(isProbegate).map((c) => ({ p, c })));
+      expect(pg.map(({ p }) => p.owner.kind).sort()).toEqual(["DaemonSet", "Deployment"]);
+      for (const { p, c } of pg) {
+        const flags = flagsOf(c.args);
+        const mode = flags.get("mode");
+        const wantPort = mode === "node" ? 29763 : 29762;
+        expect(p.owner.kind).toBe(mode === "node" ? "DaemonSet" : "Deployment");
+        // The HTTP/gRPC listener is where the container port and every probe point.
+        expect(flags.get("http-endpoint")).toBe(`0.0.0.0:${wantPort}`);
+        expect(c.ports.map((q: any) => q.containerPort)).toEqual([wantPort]);
+        expect(p.owner.spec.template.metadata.annotations["prometheus.io/port"]).toBe(String(wantPort));
+        for (const kind of ["startupProbe", "readinessProbe", "livenessProbe"]) expect(c[kind], kind).toBeTruthy();
+        expect(c.startupProbe.periodSeconds).toBe(5);
+        if (mode === "node") expect(c.startupProbe.failureThreshold).toBe(120); // the reference driver's budget
+        expect(c.readinessProbe.httpGet?.path).toBe("/readyz");
+        // Liveness must not follow Lustre readiness, or a broken LNet would restart pods in a loop.
+        const live = c.livenessProbe;
+        expect(live.grpc ? ["", "liveness"].includes(live.grpc.service ?? "") : live.httpGet?.path === "/livez").toBe(true);
+        if (live.grpc) expect(live.grpc.port).toBe(wantPort);
+        // The socket probegate serves sits in a mounted directory.
+        const sock = new URL(flags.get("csi-endpoint")!).pathname;
+        expect(c.volumeMounts.some((m: any) => path.dirname(sock) === m.mountPath)).toBe(true);
+        expect(c.image).not.toBe("probegate"); // the kustomization's images: applied
+        expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
+      }
+    });
+
+    it("node: host procfs/sysfs are mounted where --path.* point; nsenter has hostPID and privilege", () => {
+      const ds = byKind("DaemonSet")[0]!;
+      const spec = ds.spec.template.spec;
+      const c = spec.containers.find(isProbegate);
+      const flags = flagsOf(c.args);
+      const hostPathAt = (dir: string) => {
+        const m = c.volumeMounts.find((m: any) => m.mountPath === dir);
+        expect(m, dir).toBeTruthy();
+        expect(m.readOnly).toBe(true);
+        return spec.volumes.find((v: any) => v.name === m.name).hostPath?.path;
+      };
+      expect(hostPathAt(flags.get("path.procfs")!)).toBe("/proc");
+      expect(hostPathAt(flags.get("path.sysfs")!)).toBe("/sys");
+      const prefix = flags.get("command-prefix")!.split(/\s+/);
+      expect(prefix[0]).toBe("nsenter");
+      expect(prefix.slice(1, 3)).toEqual(["--target", "1"]);
+      expect(prefix).toContain("--mount");
+      expect(prefix.at(-1)).toBe("--");
+      expect(spec.hostPID).toBe(true);
+      expect(c.securityContext.privileged).toBe(true);
+      expect(spec.hostNetwork).toBe(true);
+      expect(spec.dnsPolicy).toBe("ClusterFirstWithHostNet");
+      expect(spec.tolerations).toContainEqual({ operator: "Exists" });
+    });
+
+    it("controller: probegate runs as non-root with no privilege", () => {
+      const dep = byKind("Deployment")[0]!;
+      const spec = dep.spec.template.spec;
+      const c = spec.containers.find(isProbegate);
+      expect(spec.hostPID ?? false).toBe(false);
+      expect(spec.hostNetwork ?? false).toBe(false);
+      expect(spec.securityContext.runAsNonRoot).toBe(true);
+      expect(spec.securityContext.runAsUser).toBeGreaterThan(0);
+      expect(c.securityContext.allowPrivilegeEscalation).toBe(false);
+      expect(c.securityContext.capabilities.drop).toEqual(["ALL"]);
+      expect(flagsOf(c.args).has("command-prefix")).toBe(false);
+    });
+
+    it("one driver name everywhere: CSIDriver, settings, env, kubelet plugin dir, registrar", () => {
+      const drivers = byKind("CSIDriver");
+      expect(drivers).toHaveLength(1);
+      const name = drivers[0]!.metadata.name;
+      expect(drivers[0]!.spec.attachRequired).toBe(false);
+      expect(drivers[0]!.spec.podInfoOnMount).toBe(false);
+      const settings = byKind("ConfigMap").find((c) => c.metadata.name === "probegate-settings")!;
+      expect(settings.data.driverName).toBe(name);
+      if (target !== "base") expect(name).not.toBe("azurelustre.csi.azure.com"); // the overlay's value won
+      for (const p of pods(docs)) {
+        for (const c of containersOf(p.spec)) {
+          const env = (c.env ?? []).find((e: any) => e.name === "DRIVER_NAME");
+          if (env) expect(env.value, c.name).toBe(name);
+          if (isProbegate(c)) expect(expand(flagsOf(c.args).get("driver-name")!, c)).toBe(name);
+        }
+      }
+      const spec = byKind("DaemonSet")[0]!.spec.template.spec;
+      const sockDir = spec.volumes.find((v: any) => v.name === "socket-dir").hostPath.path;
+      expect(sockDir).toBe(`/var/lib/kubelet/plugins/${name}`);
+      const reg = spec.containers.find((c: any) => c.name === "node-driver-registrar");
+      const regFlags = flagsOf(reg.args);
+      expect(expand(regFlags.get("kubelet-registration-path")!, reg)).toBe(`${sockDir}/csi.sock`);
+      const csiMount = reg.volumeMounts.find((m: any) => m.name === "socket-dir").mountPath;
+      expect(regFlags.get("csi-address")).toBe(`${csiMount}/csi.sock`);
+      expect(reg.volumeMounts.find((m: any) => m.name === "registration-dir").mountPath).toBe("/registration");
+      const driverSock = new URL(spec.containers.find((c: any) => c.name === "lustre-csi-driver").env.find((e: any) => e.name === "CSI_ENDPOINT").value).pathname;
+      expect(driverSock).toBe(`${csiMount}/csi.sock`);
+      const lp = spec.containers.find((c: any) => c.name === "liveness-probe");
+      expect(flagsOf(lp.args).get("csi-address")).toBe(driverSock);
+      // The livenessprobe sidecar's port is declared on the driver container, whose livenessProbe uses it.
+      const lpPort = Number(flagsOf(lp.args).get("http-endpoint")!.split(":").at(-1));
+      const drv = spec.containers.find((c: any) => c.name === "lustre-csi-driver");
+      expect(drv.ports.find((q: any) => q.name === drv.livenessProbe.httpGet.port).containerPort).toBe(lpPort);
+      const pgPort = spec.containers.find(isProbegate).ports[0].containerPort;
+      expect(lpPort).not.toBe(pgPort); // hostNetwork: two listeners on one node port would clash
+    });
+
+    it("the plugin ConfigMap, its volume, its mount and --plugins-dir agree", () => {
+      const cm = byKind("ConfigMap").find((c) => c.metadata.name === "probegate-plugins")!;
+      expect(cm, "ConfigMap probegate-plugins (no hash suffix)").toBeTruthy();
+      // kustomize, like `kubectl create configmap --from-file`, puts a file in
+      // binaryData unless its bytes happen to be valid UTF-8; kubelet writes the
+      // same bytes either way.
+      const files = { ...(cm.data ?? {}), ...(cm.binaryData ?? {}) };
+      expect(Object.keys(files).sort()).toEqual(listedPlugins().sort());
+      for (const p of pods(docs)) {
+        const vol = p.spec.volumes.find((v: any) => v.configMap?.name === cm.metadata.name);
+        expect(vol, p.owner.kind).toBeTruthy();
+        const c = p.spec.containers.find(isProbegate);
+        const mount = c.volumeMounts.find((m: any) => m.name === vol.name);
+        expect(mount.mountPath).toBe(flagsOf(c.args).get("plugins-dir"));
+        expect(mount.mountPath).toBe("/etc/probegate/plugins");
+        expect(mount.subPath).toBeUndefined(); // subPath mounts never see ConfigMap updates
+        expect(mount.readOnly).toBe(true);
+      }
+    });
+
+    it("the plugin ConfigMap fits the 1 MiB object limit and client-side apply's 256 KiB annotation", () => {
+      if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
+      expect(r.stubbed, "dist/plugins/*.wasm: the build made no plugins").toBe(false);
+      const cm = byKind("ConfigMap").find((c) => c.metadata.name === "probegate-plugins")!;
+      expect(cm.data ?? {}, "real wasm files are not UTF-8: binaryData").toEqual({});
+      const raw = Object.values(cm.binaryData as Record<string, string>).reduce((n, b64) => n + Buffer.from(b64, "base64").length, 0);
+      const json = JSON.stringify(cm).length;
+      expect(raw).toBeGreaterThan(0);
+      expect(raw).toBeLessThan(ONE_MIB);
+      expect(json).toBeLessThan(256 * 1024 - 4096);
+      for (const b64 of Object.values(cm.binaryData as Record<string, string>)) {
+        expect(Buffer.from(b64, "base64").subarray(0, 4)).toEqual(Buffer.from([0, 0x61, 0x73, 0x6d]));
+      }
+    });
+  });
+}

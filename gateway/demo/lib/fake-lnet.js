@@ -1,0 +1,122 @@
+// Shared body of the fake `lnetctl` and `lctl`. Plain JS, Node built-ins only,
+// synchronous file reads: it must start fast, because tests and benchmarks
+// run it hundreds of times and measure the gateway, not the fake.
+//
+// Behaviour is driven by files in the scenario directory named by
+// PROBEGATE_FAKE_LNET (see ../README.md for the full contract).
+
+import { appendFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const KEY = /^[a-z0-9_]{1,64}$/;
+// setTimeout clamps anything above 2^31-1 ms to 1 ms; sleep in slices instead.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `net show -v` → "net_show", `ping 10.0.0.1@tcp` → "ping", `list_nids` → "list_nids". */
+export function commandKey(tool, args) {
+  const words = args.filter((a) => !a.startsWith("-"));
+  if (words.length === 0) return null;
+  if (tool === "lnetctl") {
+    if (words[0] === "ping") return "ping";
+    return words.slice(0, 2).join("_");
+  }
+  return words[0];
+}
+
+function readOptional(dir, file) {
+  try {
+    return readFileSync(join(dir, file));
+  } catch (err) {
+    if (err && err.code === "ENOENT") return null;
+    throw err;
+  }
+}
+
+function readInt(dir, file, fallback) {
+  const raw = readOptional(dir, file);
+  if (raw === null) return fallback;
+  const n = Number(raw.toString("utf8").trim());
+  return Number.isFinite(n) ? n : fallback;
+}
+
+function sleep(ms) {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const step = () => {
+      const slice = Math.min(ms, MAX_TIMER_MS);
+      ms -= slice;
+      setTimeout(ms > 0 ? step : resolve, slice);
+    };
+    step();
+  });
+}
+
+/** What real tools print when LNet is not loaded or not configured. */
+function notConfigured(tool, key, args) {
+  if (tool === "lctl") {
+    return {
+      stderr:
+        "opening /dev/lnet failed: No such device\n" +
+        "hint: the kernel modules may not be loaded\n" +
+        `IOC_LIBCFS_GET_NI error 19: No such device\n`,
+    };
+  }
+  if (key === "ping") {
+    const nid = args.filter((a) => !a.startsWith("-"))[1] ?? "";
+    return {
+      stderr: `manage:\n    - ping:\n          errno: -100\n          descr: failed to ping ${nid}: Network is down\n`,
+    };
+  }
+  const [verb = "show", object = key] = key.split("_").reverse();
+  return {
+    stderr: `${verb}:\n    - ${object}:\n          errno: -100\n          descr: "cannot get ${object}s: Network is down"\n`,
+  };
+}
+
+function pingMismatch(nid) {
+  return `manage:\n    - ping:\n          errno: -1\n          descr: failed to ping ${nid}: Input/output error\n`;
+}
+
+export async function runFakeTool(tool, args) {
+  const dir = process.env.PROBEGATE_FAKE_LNET;
+  if (!dir) {
+    process.stderr.write(`fake ${tool}: PROBEGATE_FAKE_LNET is not set (see gateway/demo/README.md)\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const key = commandKey(tool, args);
+  if (key === null || !KEY.test(key)) {
+    process.stderr.write(`fake ${tool}: unsupported command: ${args.join(" ")}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  try {
+    // Logged before any delay, so a test can count a call that later hangs.
+    appendFileSync(join(dir, "calls.log"), `${[key, tool, ...args].join(" ")}\n`);
+  } catch {
+    // A read-only scenario (e.g. an installed package) still answers.
+  }
+
+  await sleep(readInt(dir, `${key}.delay_ms`, 0));
+
+  if (key === "ping") {
+    const expected = readOptional(dir, "ping.expect_nid");
+    const nid = args.filter((a) => !a.startsWith("-"))[1] ?? "";
+    if (expected !== null && expected.toString("utf8").trim() !== nid) {
+      process.stderr.write(pingMismatch(nid));
+      process.exitCode = 1;
+      return;
+    }
+  }
+
+  const out = readOptional(dir, `${key}.out`);
+  const err = readOptional(dir, `${key}.err`);
+  if (out === null) {
+    process.stderr.write(err ?? notConfigured(tool, key, args).stderr);
+    process.exitCode = readInt(dir, `${key}.exit`, 1);
+    return;
+  }
+  process.stdout.write(out);
+  if (err !== null) process.stderr.write(err);
+  process.exitCode = readInt(dir, `${key}.exit`, 0);
+}

@@ -1,0 +1,199 @@
+// The shapes of catalog entries. A definition turns the current facts into
+// either a ready-to-run read (plus the cache key that identifies it) or an
+// immediate failure, so invalid parameters never reach a process or a path.
+
+import { access } from "node:fs/promises";
+import { join } from "node:path";
+import { readCapped } from "./read-file.js";
+import { runCommand, type Outcome } from "./run-command.js";
+import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
+
+export interface Produced {
+  ok: boolean;
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  error: string | null;
+  truncated: boolean;
+  outcome: Outcome;
+}
+
+export type Prepared = { key: string; run: () => Promise<Produced> } | { error: string };
+
+export interface SourceDef {
+  name: string;
+  kind: "command" | "file";
+  ttlMs: number;
+  /** Facts the source needs (the engine runs such sources in its second stage). */
+  params: string[];
+  timeoutMs?: number;
+  /** For describe(): the argv or path, with `{fact}` placeholders. */
+  argv?: string[];
+  path?: string;
+  prepare(facts: Readonly<Record<string, string>>): Prepared;
+}
+
+export interface RunContext {
+  env: NodeJS.ProcessEnv;
+  /** e.g. nsenter into the host namespaces; prepended to every command. */
+  commandPrefix: readonly string[];
+}
+
+export interface FactParam {
+  fact: string;
+  /** "a valid NID" — used in `fact X is not <what>: "…"`. */
+  what: string;
+  valid(value: string): boolean;
+}
+
+export const NID_PARAM = (fact: string): FactParam => ({ fact, what: "a valid NID", valid: isValidNid });
+
+export interface CommandSourceSpec {
+  name: string;
+  argv: ReadonlyArray<string | FactParam>;
+  label: string;
+  timeoutMs: number;
+  ttlMs: number;
+  maxOutputBytes: number;
+}
+
+function factValue(facts: Readonly<Record<string, string>>, fact: string): string | undefined {
+  const v = Object.hasOwn(facts, fact) ? facts[fact] : undefined;
+  return typeof v === "string" && v.length > 0 ? v : undefined;
+}
+
+export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceDef {
+  const params = spec.argv.filter((a): a is FactParam => typeof a !== "string").map((p) => p.fact);
+  return {
+    name: spec.name,
+    kind: "command",
+    ttlMs: spec.ttlMs,
+    timeoutMs: spec.timeoutMs,
+    params,
+    argv: [...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
+    prepare(facts) {
+      const argv: string[] = [...ctx.commandPrefix];
+      for (const a of spec.argv) {
+        if (typeof a === "string") {
+          argv.push(a);
+          continue;
+        }
+        const value = factValue(facts, a.fact);
+        if (value === undefined) return { error: `fact ${a.fact} is not available` };
+        if (!a.valid(value)) return { error: `fact ${a.fact} is not ${a.what}: ${quoteForMessage(value)}` };
+        argv.push(value);
+      }
+      return {
+        key: argv.join("\0"),
+        run: () =>
+          runCommand({
+            argv,
+            label: spec.label,
+            timeoutMs: spec.timeoutMs,
+            maxOutputBytes: spec.maxOutputBytes,
+            env: ctx.env,
+          }),
+      };
+    },
+  };
+}
+
+export function fileSource(name: string, path: string, ttlMs: number, maxOutputBytes: number): SourceDef {
+  return {
+    name,
+    kind: "file",
+    ttlMs,
+    params: [],
+    path,
+    prepare: () => ({
+      key: "",
+      run: async () => {
+        const r = await readCapped(path, maxOutputBytes);
+        if (!r.ok) return fileFailure(r.error, "");
+        return fileOutput(r.text, r.truncated, maxOutputBytes, path);
+      },
+    }),
+  };
+}
+
+function fileFailure(error: string, stdout: string): Produced {
+  return { ok: false, exitCode: null, stdout, stderr: "", error, truncated: false, outcome: "error" };
+}
+
+function fileOutput(text: string, truncated: boolean, cap: number, what: string): Produced {
+  return truncated
+    ? {
+        ok: false,
+        exitCode: null,
+        stdout: text,
+        stderr: "",
+        error: `EFBIG: ${what} exceeded ${cap} bytes`,
+        truncated: true,
+        outcome: "truncated",
+      }
+    : { ok: true, exitCode: null, stdout: text, stderr: "", error: null, truncated: false, outcome: "ok" };
+}
+
+// More interfaces than this under LNet means the fact is garbage, not a node.
+const MAX_INTERFACES = 64;
+
+/**
+ * `<sysfs>/class/net/IFACE/operstate` for each interface named in a
+ * comma-separated fact. Output: one `IFACE STATE` line each, STATE being the
+ * trimmed file content or `absent` when the interface directory is missing.
+ * Blank items (e.g. a trailing comma) are skipped; duplicates are read once.
+ */
+export function operstateSource(
+  name: string,
+  sysfs: string,
+  fact: string,
+  ttlMs: number,
+  maxOutputBytes: number,
+): SourceDef {
+  const netDir = join(sysfs, "class", "net");
+  return {
+    name,
+    kind: "file",
+    ttlMs,
+    params: [fact],
+    path: join(netDir, "{IFACE}", "operstate"),
+    prepare(facts) {
+      const raw = Object.hasOwn(facts, fact) ? facts[fact] : undefined;
+      if (typeof raw !== "string") return { error: `fact ${fact} is not available` };
+      const names = [...new Set(raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0))];
+      if (names.length > MAX_INTERFACES) {
+        return { error: `fact ${fact} names ${names.length} interfaces; at most ${MAX_INTERFACES} are read` };
+      }
+      const bad = names.find((n) => !isValidIfaceName(n));
+      if (bad !== undefined) return { error: `fact ${fact} contains an invalid interface name: ${quoteForMessage(bad)}` };
+      return { key: names.join(","), run: () => readOperstates(netDir, names, maxOutputBytes) };
+    },
+  };
+}
+
+async function readOperstates(netDir: string, names: string[], cap: number): Promise<Produced> {
+  const lines: string[] = [];
+  for (const iface of names) {
+    const r = await readCapped(join(netDir, iface, "operstate"), cap);
+    if (r.ok) {
+      lines.push(`${iface} ${r.text.trim()}`);
+      continue;
+    }
+    // A missing operstate file inside an existing interface directory is an
+    // unexpected sysfs, not an absent interface: report it as an error.
+    if (r.code === "ENOENT" && !(await exists(join(netDir, iface)))) {
+      lines.push(`${iface} absent`);
+      continue;
+    }
+    return fileFailure(r.error, lines.map((l) => `${l}\n`).join(""));
+  }
+  const text = lines.map((l) => `${l}\n`).join("");
+  return fileOutput(text, false, cap, "operstate");
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}

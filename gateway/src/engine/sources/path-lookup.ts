@@ -1,0 +1,43 @@
+// Resolving a program name ourselves, instead of letting spawn() do it, turns
+// "lnetctl is not installed" into a clean, stable error text
+// (`ENOENT: lnetctl not found on PATH`) that plugins can match on, rather than
+// an asynchronous spawn error whose wording depends on libuv.
+
+import { constants } from "node:fs";
+import { access, stat } from "node:fs/promises";
+import { isAbsolute, join } from "node:path";
+
+export type Resolution = { ok: true; path: string } | { ok: false; error: string };
+
+async function isExecutableFile(path: string): Promise<boolean> {
+  try {
+    const st = await stat(path);
+    if (!st.isFile()) return false;
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `program` is a bare name (searched in PATH) or an absolute path.
+ * Empty PATH entries are skipped: POSIX reads them as "current directory",
+ * and a gateway must never run whatever happens to sit in its cwd.
+ */
+export async function resolveProgram(program: string, envPath: string | undefined): Promise<Resolution> {
+  if (isAbsolute(program)) {
+    return (await isExecutableFile(program))
+      ? { ok: true, path: program }
+      : { ok: false, error: `ENOENT: ${program} not found or not executable` };
+  }
+  if (program.length === 0 || program.includes("/")) {
+    return { ok: false, error: `ENOENT: ${program} is neither a bare command name nor an absolute path` };
+  }
+  for (const dir of (envPath ?? "").split(":")) {
+    if (!isAbsolute(dir)) continue;
+    const candidate = join(dir, program);
+    if (await isExecutableFile(candidate)) return { ok: true, path: candidate };
+  }
+  return { ok: false, error: `ENOENT: ${program} not found on PATH` };
+}

@@ -1,0 +1,46 @@
+// Bounded reads of procfs/sysfs files. stat() sizes are useless there
+// (/proc/modules reports 0 bytes), so read in chunks until EOF or the cap.
+
+import { open } from "node:fs/promises";
+import { decodeUtf8 } from "./run-command.js";
+
+export type FileRead =
+  | { ok: true; text: string; truncated: boolean }
+  | { ok: false; code: string; error: string };
+
+const CHUNK = 64 * 1024;
+
+export async function readCapped(path: string, maxBytes: number): Promise<FileRead> {
+  let handle;
+  try {
+    handle = await open(path, "r");
+  } catch (err) {
+    return fileError(err, path);
+  }
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    // One byte past the cap tells "exactly at the cap" from "cut".
+    while (total <= maxBytes) {
+      const buf = Buffer.allocUnsafe(Math.min(CHUNK, maxBytes + 1 - total));
+      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(buf.subarray(0, bytesRead));
+      total += bytesRead;
+    }
+    const truncated = total > maxBytes;
+    const data = Buffer.concat(chunks).subarray(0, Math.min(total, maxBytes));
+    return { ok: true, text: decodeUtf8(data, truncated), truncated };
+  } catch (err) {
+    return fileError(err, path);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+function fileError(err: unknown, path: string): FileRead {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EIO";
+  const reason =
+    code === "ENOENT" ? "does not exist" : code === "EACCES" ? "permission denied" : "cannot be read";
+  return { ok: false, code, error: `${code}: ${path} ${reason}` };
+}

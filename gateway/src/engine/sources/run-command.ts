@@ -1,0 +1,186 @@
+// Runs one source command: argv array, no shell, bounded in time and output.
+// Each child leads its own process group (detached) so a timeout or an output
+// overrun can SIGKILL the command *and* anything it forked; otherwise a hung
+// `lnetctl ping` helper could outlive the gateway's interest in it.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import type { Readable } from "node:stream";
+import { resolveProgram } from "./path-lookup.js";
+
+export type Outcome = "ok" | "error" | "timeout" | "truncated";
+
+export interface CommandSpec {
+  /** argv[0] is a bare name (looked up in env.PATH) or an absolute path. */
+  argv: readonly string[];
+  /** Short human name used in error texts, e.g. "lnetctl ping". */
+  label: string;
+  timeoutMs: number;
+  /** Cap per stream (stdout and stderr separately). */
+  maxOutputBytes: number;
+  env: NodeJS.ProcessEnv;
+}
+
+export interface CommandResult {
+  ok: boolean;
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  error: string | null;
+  truncated: boolean;
+  outcome: Outcome;
+}
+
+// After SIGKILL the pipes normally close at once; if something outside the
+// group (e.g. a grandchild that called setsid) still holds them, give up on
+// them after this long instead of waiting forever.
+const PIPE_DRAIN_GRACE_MS = 1000;
+
+class CappedCollector {
+  private readonly chunks: Buffer[] = [];
+  private bytes = 0;
+  truncated = false;
+
+  constructor(private readonly cap: number, private readonly onOverflow: () => void) {}
+
+  push(chunk: Buffer): void {
+    if (this.truncated) return;
+    const room = this.cap - this.bytes;
+    if (chunk.length > room) {
+      if (room > 0) this.chunks.push(chunk.subarray(0, room));
+      this.bytes = this.cap;
+      this.truncated = true;
+      this.onOverflow();
+      return;
+    }
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+  }
+
+  text(): string {
+    return decodeUtf8(Buffer.concat(this.chunks), this.truncated);
+  }
+}
+
+/**
+ * Invalid bytes become U+FFFD instead of throwing. When the output was cut,
+ * streaming mode holds back a multi-byte character split by the cut rather
+ * than turning its first bytes into garbage.
+ */
+export function decodeUtf8(buf: Buffer, cut: boolean): string {
+  return new TextDecoder("utf-8", { fatal: false }).decode(buf, { stream: cut });
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+function failure(error: string): CommandResult {
+  return { ok: false, exitCode: null, stdout: "", stderr: "", error, truncated: false, outcome: "error" };
+}
+
+/** Never rejects: every failure is described in the result. */
+export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
+  const [program, ...args] = spec.argv;
+  if (program === undefined) return failure("EINVAL: empty argv");
+  const resolved = await resolveProgram(program, spec.env.PATH);
+  if (!resolved.ok) return failure(resolved.error);
+
+  let child: ChildProcess;
+  try {
+    child = spawn(resolved.path, args, {
+      argv0: program,
+      shell: false,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: spec.env,
+      // Commands must not depend on wherever the gateway was started from.
+      cwd: "/",
+    });
+  } catch (err) {
+    return failure(describeSpawnError(err, program));
+  }
+
+  return new Promise<CommandResult>((resolve) => {
+    let settled = false;
+    let timedOut = false;
+    let exited = false;
+    let exitCode: number | null = null;
+    let exitSignal: NodeJS.Signals | null = null;
+    let graceTimer: NodeJS.Timeout | undefined;
+
+    const abandonPipesLater = (): void => {
+      graceTimer ??= setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish();
+      }, PIPE_DRAIN_GRACE_MS);
+    };
+    const overflow = (): void => {
+      killGroup(child);
+      abandonPipesLater();
+    };
+    const out = new CappedCollector(spec.maxOutputBytes, overflow);
+    const err = new CappedCollector(spec.maxOutputBytes, overflow);
+    (child.stdout as Readable).on("data", (c: Buffer) => out.push(c));
+    (child.stderr as Readable).on("data", (c: Buffer) => err.push(c));
+
+    const timer = setTimeout(() => {
+      if (!exited) timedOut = true;
+      killGroup(child);
+      abandonPipesLater();
+    }, spec.timeoutMs);
+
+    const finish = (spawnError?: string): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (graceTimer) clearTimeout(graceTimer);
+      const stdout = out.text();
+      const stderr = err.text();
+      const truncated = out.truncated || err.truncated;
+      const base = { stdout, stderr, truncated };
+      if (spawnError !== undefined) {
+        resolve({ ...base, ok: false, exitCode: null, error: spawnError, outcome: "error" });
+      } else if (timedOut) {
+        const error = `ETIMEDOUT: ${spec.label} timed out after ${spec.timeoutMs} ms`;
+        resolve({ ...base, ok: false, exitCode: null, error, outcome: "timeout" });
+      } else if (truncated) {
+        // The child was killed mid-output, so its exit status says nothing.
+        const error = `EFBIG: ${spec.label} output exceeded ${spec.maxOutputBytes} bytes`;
+        resolve({ ...base, ok: false, exitCode: null, error, outcome: "truncated" });
+      } else if (exitCode === 0) {
+        resolve({ ...base, ok: true, exitCode: 0, error: null, outcome: "ok" });
+      } else if (exitCode !== null) {
+        resolve({ ...base, ok: false, exitCode, error: `exit status ${exitCode}`, outcome: "error" });
+      } else {
+        const error = `killed by ${exitSignal ?? "unknown signal"}`;
+        resolve({ ...base, ok: false, exitCode: null, error, outcome: "error" });
+      }
+    };
+
+    child.on("error", (e) => {
+      killGroup(child);
+      finish(describeSpawnError(e, program));
+    });
+    child.on("exit", (code, signal) => {
+      exited = true;
+      exitCode = code;
+      exitSignal = signal;
+      // Reap anything the command left running in its group; its output
+      // already sits in the pipes and is still read to the end.
+      killGroup(child);
+    });
+    child.on("close", () => finish());
+  });
+}
+
+function describeSpawnError(err: unknown, program: string): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EIO";
+  const message = err instanceof Error ? err.message : String(err);
+  return `${code}: cannot run ${program}: ${message}`;
+}

@@ -1,0 +1,115 @@
+// A throw-away fake Lustre node for tests: a scenario directory driving the
+// fake `lnetctl`/`lctl` in gateway/demo/bin, plus procfs/sysfs trees.
+//
+//   const node = fakeLnet({ base: "healthy", ping: { delayMs: 60_000 } });
+//   const catalog = await SourceCatalog.create({
+//     procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger });
+//   ...
+//   expect(node.calls("ping")).toHaveLength(1);
+//   node.cleanup();
+//
+// To start a gateway process on it: env = node.env, --path.procfs=node.procfs,
+// --path.sysfs=node.sysfs. File formats: gateway/demo/README.md.
+
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { demoBinDir, demoScenarioDir } from "../../src/engine/sources/demo.js";
+
+export interface FakeCommand {
+  /** stdout; omit to make the tool answer "LNet not configured" (exit 1). */
+  out?: string | Buffer;
+  err?: string | Buffer;
+  exit?: number;
+  /** Sleep before answering; a huge value makes the tool hang. */
+  delayMs?: number;
+  /** ping only: any other NID argument fails like an unreachable peer. */
+  expectNid?: string;
+}
+
+export interface FakeLnetSpec {
+  /** Start from a copy of gateway/demo/scenarios/<base> ("healthy", "ni-down", "lnet-down"). */
+  base?: string;
+  netShow?: FakeCommand;
+  listNids?: FakeCommand;
+  ping?: FakeCommand;
+  /** Content of <procfs>/modules. */
+  modules?: string;
+  /** IFACE → content of <sysfs>/class/net/IFACE/operstate ("up\n" etc.). */
+  operstate?: Record<string, string>;
+}
+
+export interface FakeLnet {
+  /** The scenario directory (PROBEGATE_FAKE_LNET). */
+  dir: string;
+  /** process.env with demo/bin first in PATH and PROBEGATE_FAKE_LNET=dir. */
+  env: NodeJS.ProcessEnv;
+  procfs: string;
+  sysfs: string;
+  /** Lines of calls.log (`<key> <tool> <args…>`), optionally only those for one key. */
+  calls(key?: "net_show" | "list_nids" | "ping" | string): string[];
+  /** Change outputs in place, e.g. to take an NI down mid-test. */
+  update(spec: Omit<FakeLnetSpec, "base">): void;
+  /** Remove a command's files (it then answers "not configured"). */
+  clear(key: "net_show" | "list_nids" | "ping"): void;
+  cleanup(): void;
+}
+
+const KEYS = { netShow: "net_show", listNids: "list_nids", ping: "ping" } as const;
+const SUFFIXES = ["out", "err", "exit", "delay_ms", "expect_nid"] as const;
+
+function writeCommand(dir: string, key: string, cmd: FakeCommand): void {
+  if (cmd.out !== undefined) writeFileSync(join(dir, `${key}.out`), cmd.out);
+  if (cmd.err !== undefined) writeFileSync(join(dir, `${key}.err`), cmd.err);
+  if (cmd.exit !== undefined) writeFileSync(join(dir, `${key}.exit`), `${cmd.exit}\n`);
+  if (cmd.delayMs !== undefined) writeFileSync(join(dir, `${key}.delay_ms`), `${cmd.delayMs}\n`);
+  if (cmd.expectNid !== undefined) writeFileSync(join(dir, `${key}.expect_nid`), `${cmd.expectNid}\n`);
+}
+
+function apply(dir: string, sysfs: string, procfs: string, spec: Omit<FakeLnetSpec, "base">): void {
+  for (const [field, key] of Object.entries(KEYS) as Array<[keyof typeof KEYS, string]>) {
+    const cmd = spec[field];
+    if (cmd) writeCommand(dir, key, cmd);
+  }
+  if (spec.modules !== undefined) writeFileSync(join(procfs, "modules"), spec.modules);
+  for (const [iface, state] of Object.entries(spec.operstate ?? {})) {
+    mkdirSync(join(sysfs, "class", "net", iface), { recursive: true });
+    writeFileSync(join(sysfs, "class", "net", iface, "operstate"), state);
+  }
+}
+
+export function fakeLnet(spec: FakeLnetSpec = {}): FakeLnet {
+  const dir = mkdtempSync(join(tmpdir(), "probegate-fake-lnet-"));
+  if (spec.base !== undefined) {
+    cpSync(demoScenarioDir(spec.base), dir, { recursive: true });
+    // The demo node may have been run in place; its call history is not ours.
+    rmSync(join(dir, "calls.log"), { force: true });
+  }
+  const procfs = join(dir, "proc");
+  const sysfs = join(dir, "sys");
+  mkdirSync(procfs, { recursive: true });
+  mkdirSync(join(sysfs, "class", "net"), { recursive: true });
+  apply(dir, sysfs, procfs, spec);
+
+  return {
+    dir,
+    env: { ...process.env, PATH: `${demoBinDir()}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir },
+    procfs,
+    sysfs,
+    calls(key?: string) {
+      let text = "";
+      try {
+        text = readFileSync(join(dir, "calls.log"), "utf8");
+      } catch {
+        return [];
+      }
+      const lines = text.split("\n").filter((l) => l.length > 0);
+      return key === undefined ? lines : lines.filter((l) => l.split(" ", 1)[0] === key);
+    },
+    update: (next) => apply(dir, sysfs, procfs, next),
+    clear(key) {
+      for (const suffix of SUFFIXES) rmSync(join(dir, `${key}.${suffix}`), { force: true });
+    },
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}

@@ -1,0 +1,166 @@
+// Process handling of command sources, through custom sources (--sources)
+// running real Node child processes.
+
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SourceCatalog } from "../src/engine/sources/index.js";
+
+const silent = pino({ level: "silent" });
+let dir: string;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "probegate-sources-exec-"));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function catalogWith(entries: object[], env: NodeJS.ProcessEnv = process.env): Promise<SourceCatalog> {
+  const file = join(dir, "sources.yaml");
+  writeFileSync(file, JSON.stringify(entries)); // JSON is YAML
+  return SourceCatalog.create({ procfs: dir, sysfs: dir, sourcesFile: file, env, logger: silent });
+}
+
+function node(name: string, code: string, extra: object = {}): object {
+  return { name, argv: [process.execPath, "-e", code], timeout: "20s", ttl: "1s", ...extra };
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // A zombie waiting for a (container) init to reap it is dead for our purposes.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntilDead(pids: number[], deadlineMs = 15_000): Promise<number[]> {
+  const until = Date.now() + deadlineMs;
+  let alive = pids.filter(isAlive);
+  while (alive.length > 0 && Date.now() < until) {
+    await sleep(50);
+    alive = alive.filter(isAlive);
+  }
+  return alive;
+}
+
+describe("command execution", () => {
+  it("kills a hanging command and the children it forked at the timeout", async () => {
+    const script = join(dir, "hang.mjs");
+    const pidFile = join(dir, "pids");
+    writeFileSync(
+      script,
+      `import { spawn } from "node:child_process";
+       import { writeFileSync } from "node:fs";
+       const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+       writeFileSync(process.argv[2], process.pid + " " + child.pid);
+       process.stdout.write("started\\n");
+       setInterval(() => {}, 1000);`,
+    );
+    const catalog = await catalogWith([
+      { name: "hang", argv: [process.execPath, script, pidFile], timeout: "5s", ttl: "1s" },
+    ]);
+    const r = await catalog.read("hang", {});
+    expect(r).toMatchObject({ ok: false, exitCode: null, truncated: false });
+    expect(r.error).toMatch(/^ETIMEDOUT: node \S+hang\.mjs .* timed out after 5000 ms$/);
+    expect(r.stdout).toBe("started\n");
+    const pids = readFileSync(pidFile, "utf8").split(" ").map(Number);
+    expect(pids).toHaveLength(2);
+    expect(await waitUntilDead(pids)).toEqual([]);
+  });
+
+  it("kills a command that spews output past the cap instead of waiting for its timeout", async () => {
+    const catalog = await catalogWith([
+      node("spew", "const b = Buffer.alloc(65536, 120); for (;;) process.stdout.write(b);", {
+        timeout: "5m",
+        maxOutput: "256KiB",
+      }),
+    ]);
+    const r = await catalog.read("spew", {});
+    expect(r).toMatchObject({ ok: false, exitCode: null, truncated: true });
+    expect(r.error).toMatch(/^EFBIG: node -e .* output exceeded 262144 bytes$/);
+    expect(r.stdout).toBe("x".repeat(262144));
+  });
+
+  it("caps stderr separately from stdout", async () => {
+    const catalog = await catalogWith([
+      node("noisy", "process.stdout.write('fine\\n'); process.stderr.write('e'.repeat(5000));", { maxOutput: 1000 }),
+    ]);
+    const r = await catalog.read("noisy", {});
+    expect(r).toMatchObject({ ok: false, truncated: true, stdout: "fine\n" });
+    expect(r.stderr).toBe("e".repeat(1000));
+  });
+
+  it("accepts output exactly at the cap", async () => {
+    const catalog = await catalogWith([node("exact", "process.stdout.write('y'.repeat(1000))", { maxOutput: 1000 })]);
+    expect(await catalog.read("exact", {})).toMatchObject({ ok: true, truncated: false, stdout: "y".repeat(1000) });
+  });
+
+  it("reports death by signal", async () => {
+    const catalog = await catalogWith([node("term", "process.kill(process.pid, 'SIGTERM'); setInterval(() => {}, 1000)")]);
+    expect(await catalog.read("term", {})).toMatchObject({ ok: false, exitCode: null, error: "killed by SIGTERM" });
+  });
+
+  it("gives the command an empty stdin and / as working directory", async () => {
+    const catalog = await catalogWith([
+      node(
+        "stdin",
+        "let n = 0; process.stdin.on('data', (d) => (n += d.length)).on('end', () => console.log(n, process.cwd()));",
+      ),
+    ]);
+    expect(await catalog.read("stdin", {})).toMatchObject({ ok: true, stdout: "0 /\n" });
+  });
+
+  it("passes arguments verbatim, without a shell", async () => {
+    const catalog = await catalogWith([
+      {
+        name: "args",
+        argv: [process.execPath, "-e", "console.log(JSON.stringify(process.argv.slice(1)))", "$(id)", "a b", "'; ls"],
+        timeout: "20s",
+        ttl: "1s",
+      },
+    ]);
+    const r = await catalog.read("args", {});
+    expect(JSON.parse(r.stdout)).toEqual(["$(id)", "a b", "'; ls"]);
+  });
+
+  it("refuses missing or non-executable programs", async () => {
+    const bin = join(dir, "bin");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "notexec"), "#!/bin/sh\n");
+    chmodSync(join(bin, "notexec"), 0o644);
+    const catalog = await catalogWith(
+      [
+        { name: "abs", argv: ["/nonexistent/tool"], timeout: "1s", ttl: "1s" },
+        { name: "notexec", argv: ["notexec"], timeout: "1s", ttl: "1s" },
+      ],
+      { PATH: bin },
+    );
+    expect((await catalog.read("abs", {})).error).toBe("ENOENT: /nonexistent/tool not found or not executable");
+    expect((await catalog.read("notexec", {})).error).toBe("ENOENT: notexec not found on PATH");
+  });
+
+  it("custom sources take no facts and are cached by their ttl", async () => {
+    const counter = join(dir, "count");
+    const catalog = await catalogWith([
+      node("count", `require("node:fs").appendFileSync(${JSON.stringify(counter)}, "x"); console.log("ok")`, {
+        ttl: "1m",
+      }),
+    ]);
+    expect(catalog.requiredFacts("count")).toEqual([]);
+    await Promise.all(Array.from({ length: 50 }, () => catalog.read("count", { "lnet.selfNid": "x" })));
+    await catalog.read("count", {});
+    expect(readFileSync(counter, "utf8")).toBe("x");
+  });
+});
