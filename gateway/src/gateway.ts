@@ -1,5 +1,6 @@
 import type { DescFile } from "@bufbuild/protobuf";
 import { getRequestListener } from "@hono/node-server";
+import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { ReadinessProvider } from "./engine/state.js";
@@ -44,6 +45,9 @@ type AnyResponse = ServerResponse | Http2ServerResponse;
 
 export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   const shutdown = new AbortController();
+  // Connect listens on the shutdown signal once per call in flight; many concurrent
+  // Probes are normal here, not a leak.
+  setMaxListeners(0, shutdown.signal);
   const probe = cfg.probe ?? new LocalProbeSource(cfg.readiness);
   const readMaxBytes = cfg.readMaxBytes ?? 4 * 1024 * 1024;
   const stack = createRpcStack({

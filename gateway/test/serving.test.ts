@@ -81,6 +81,8 @@ describe("@grpc/grpc-js (not Connect)", () => {
         expect(h.status).toBe(Status.SERVING);
         const err = await unary(health, "check", { service: "bogus" }).catch((e) => e);
         expect(err.code).toBe(grpc.status.NOT_FOUND);
+        // grpc-message is percent-encoded as the gRPC spec says, so grpc-js shows it as written.
+        expect(err.details).toBe(`unknown service "bogus"`);
       } finally {
         identity.close();
         health.close();

@@ -25,6 +25,15 @@ afterEach(() => {
 });
 
 describe("built-in sources on the healthy demo node", () => {
+  it("reads proc.mounts from PID 1's mount table under the procfs root", async () => {
+    const n = node({ base: "healthy" });
+    const catalog = await catalogFor(n);
+    const r = await catalog.read("proc.mounts", {});
+    expect(r.ok).toBe(true);
+    expect(r.stdout).toMatch(/ lustre /);
+    expect(catalog.describe().find((d) => d.name === "proc.mounts")?.path).toBe(`${n.procfs}/1/mounts`);
+  });
+
   it("lists the ABI catalog with its parameters", async () => {
     const catalog = await catalogFor(node({ base: "healthy" }));
     expect(catalog.names()).toEqual([
@@ -32,6 +41,7 @@ describe("built-in sources on the healthy demo node", () => {
       "lctl.list_nids",
       "lnetctl.ping",
       "proc.modules",
+      "proc.mounts",
       "sys.net.operstate",
     ]);
     expect(catalog.has("lnetctl.ping")).toBe(true);

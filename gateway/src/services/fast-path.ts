@@ -13,6 +13,7 @@ import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { StreamContext, StreamRoute } from "../transport/stream-route.js";
+import { grpcPercentEncode } from "./decode-errors.js";
 import { healthStatus, unknownServiceMessage } from "./health.js";
 import type { ProbeAnswer, ProbeSource } from "./probe-source.js";
 import { ACCEPT_COMPRESSION, contextValuesFor, type RpcStack } from "./router.js";
@@ -95,7 +96,7 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
   };
   const errorTrailers = (code: Code, message: string): OutgoingHttpHeaders => ({
     "grpc-status": String(code),
-    "grpc-message": encodeURIComponent(message),
+    "grpc-message": grpcPercentEncode(message),
   });
 
   /** Returns false when the ordinary case does not apply and Connect must answer. */

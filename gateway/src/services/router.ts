@@ -21,7 +21,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { LISTENER, type CompatHandler } from "../transport/h2-server.js";
 import type { Listener } from "../transport/stream-route.js";
-import { decodeErrorsAsInvalidArgument } from "./decode-errors.js";
+import { decodeErrorsAsInvalidArgument, specEncodeGrpcMessages } from "./decode-errors.js";
 import { healthService } from "./health.js";
 import { identityService, type IdentityConfig } from "./identity.js";
 import type { ProbeSource } from "./probe-source.js";
@@ -132,8 +132,10 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
   router.service(reflectionV1alphaModule.ServerReflection, reflectionV1alpha(index));
 
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  // Probe-style answers are read by people through many clients: make their
+  // status messages decode everywhere, and a malformed request the caller's fault.
   const invoke: RpcStack["invoke"] = async (handler, req) =>
-    decodeErrorsAsInvalidArgument(await handler(req), handler.requestPath);
+    specEncodeGrpcMessages(decodeErrorsAsInvalidArgument(await handler(req), handler.requestPath));
 
   const compat: CompatHandler = (req, res) => {
     const path = (req.url ?? "").split("?", 1)[0];

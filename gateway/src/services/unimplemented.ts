@@ -1,5 +1,6 @@
 import type { Http2ServerResponse, OutgoingHttpHeaders } from "node:http2";
 import type { CompatHandler } from "../transport/h2-server.js";
+import { grpcPercentEncode } from "./decode-errors.js";
 
 /**
  * Sends a gRPC "trailers-only" response: status in a HEADERS frame that ends
@@ -27,7 +28,7 @@ export const unimplemented: CompatHandler = (req, res) => {
   const respond = () => {
     if (contentType.startsWith("application/grpc")) {
       const ct = contentType.startsWith("application/grpc-web") ? contentType.split(";")[0] : "application/grpc";
-      trailersOnly(res, { "content-type": ct, "grpc-status": "12", "grpc-message": encodeURIComponent(message) });
+      trailersOnly(res, { "content-type": ct, "grpc-status": "12", "grpc-message": grpcPercentEncode(message) });
     } else {
       res.writeHead(404, { "content-type": "application/json" });
       res.end(JSON.stringify({ code: "unimplemented", message }));

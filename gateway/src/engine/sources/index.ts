@@ -92,6 +92,7 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
   "lctl.list_nids",
   "lnetctl.ping",
   "proc.modules",
+  "proc.mounts",
   "sys.net.operstate",
 ]);
 
@@ -112,6 +113,9 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       ctx,
     ),
     fileSource("proc.modules", join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
+    // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
+    // host's procfs this is the host's mount table, whose paths kubelet passes us.
+    fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
     operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
   ];
 }
