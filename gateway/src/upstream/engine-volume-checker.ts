@@ -1,0 +1,70 @@
+import { buildCheckInput } from "../engine/check-input.js";
+import type { CatalogLike } from "../engine/engine.js";
+import type { CheckOutcome, PluginRuntime } from "../runtime/runtime.js";
+import type { LoadedPlugin, Mode } from "../runtime/types.js";
+import type { VolumeChecker, VolumeRef, VolumeVerdict } from "./volume-checker.js";
+
+export interface EngineVolumeCheckerOptions {
+  /** The check engine's runtime (engine.runtime): the loaded plugin set and its sandbox. */
+  runtime: Pick<PluginRuntime, "current" | "runCheck">;
+  /** The same source catalog the engine reads. */
+  catalog: Pick<CatalogLike, "read">;
+  mode: Mode;
+}
+
+/**
+ * Runs the engine's `probe:"volume"` plugins against one volume, on demand.
+ * The volume's identity reaches the plugins as facts (volume.id, volume.path,
+ * volume.stagingPath), the same channel checks use to pass values on, so
+ * volume plugins need no ABI change. A required plugin's fail makes the
+ * volume abnormal; warnings and plugin faults are reported in the message
+ * but do not, since they say nothing certain about the volume.
+ */
+export class EngineVolumeChecker implements VolumeChecker {
+  constructor(private readonly opts: EngineVolumeCheckerOptions) {}
+
+  private volumePlugins(): LoadedPlugin[] {
+    return this.opts.runtime
+      .current()
+      .plugins.filter((p) => p.manifest.probe === "volume" && p.manifest.modes.includes(this.opts.mode));
+  }
+
+  hasVolumePlugins(): boolean {
+    return this.volumePlugins().length > 0;
+  }
+
+  async check(volume: VolumeRef): Promise<VolumeVerdict> {
+    const facts: Record<string, string> = { "volume.id": volume.id, "volume.path": volume.path };
+    if (volume.stagingPath) facts["volume.stagingPath"] = volume.stagingPath;
+    const plugins = this.volumePlugins();
+    const outcomes = await Promise.all(plugins.map((p) => this.runOne(p, facts)));
+    return combineVolumeOutcomes(plugins, outcomes);
+  }
+
+  private async runOne(p: LoadedPlugin, facts: Record<string, string>): Promise<CheckOutcome> {
+    const sources = await Promise.all(
+      p.manifest.sources.map(async (name) => [name, await this.opts.catalog.read(name, facts)] as const),
+    );
+    return this.opts.runtime.runCheck(p, buildCheckInput(this.opts.mode, sources, facts, Date.now()));
+  }
+}
+
+export function combineVolumeOutcomes(plugins: readonly LoadedPlugin[], outcomes: readonly CheckOutcome[]): VolumeVerdict {
+  const failing: string[] = [];
+  const notes: string[] = [];
+  const passes: string[] = [];
+  plugins.forEach((p, i) => {
+    const o = outcomes[i];
+    const name = p.manifest.name;
+    if (o.kind === "fault") {
+      notes.push(`${name}: check could not run: ${o.reason}: ${o.message}`);
+      return;
+    }
+    const line = `${name}: ${o.output.reason}: ${o.output.message}`;
+    if (o.output.status === "fail" && p.manifest.severity === "required") failing.push(line);
+    else if (o.output.status === "pass") passes.push(line);
+    else notes.push(line);
+  });
+  if (failing.length > 0) return { abnormal: true, message: [...failing, ...notes].join("; ") };
+  return { abnormal: false, message: [...notes, ...passes].join("; ") || "no volume checks ran" };
+}

@@ -1,0 +1,79 @@
+import type { ReadinessProvider } from "../engine/state.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { ProbeSource } from "../services/probe-source.js";
+import { parseEndpoint } from "../transport/endpoint.js";
+import type { StreamRoute } from "../transport/stream-route.js";
+import { UpstreamConnection } from "./connection.js";
+import type { GateName } from "./methods.js";
+import { UpstreamMetrics } from "./metrics.js";
+import { UpstreamProbeSource } from "./probe.js";
+import { createProxyRoute } from "./proxy.js";
+import type { VolumeChecker } from "./volume-checker.js";
+
+export { parseGates } from "./gating.js";
+export { GATE_NAMES, type GateName } from "./methods.js";
+export { UpstreamProbeSource } from "./probe.js";
+export { redactedJson, REDACTED } from "./redact.js";
+export type { VolumeChecker, VolumeRef, VolumeVerdict } from "./volume-checker.js";
+
+export const DEFAULT_TIMEOUT_CAP_MS = 120_000;
+
+export interface UpstreamGatewayOptions {
+  /** `unix:///csi/driver.sock` or `tcp://host:port` (parsed like --csi-endpoint). */
+  upstream: string;
+  /** Calls refused while the node is not ready; gateway mode defaults to both. */
+  gate: ReadonlySet<GateName>;
+  readiness: ReadinessProvider;
+  /** The local checks' Probe verdict, combined with the driver's. */
+  localProbe: ProbeSource;
+  volumeChecker?: VolumeChecker;
+  logger: Logger;
+  metrics: Metrics;
+  /** Cap on the deadline passed to the driver (and the deadline when the caller set none). */
+  timeoutCapMs?: number;
+  /** Bound on one upstream Probe call (default 3 s). */
+  probeTimeoutMs?: number;
+  /** How long an upstream Probe answer is reused (default 1 s). */
+  probeCacheMs?: number;
+  /** Bound on the volume plugins' run inside one NodeGetVolumeStats (default 10 s). */
+  volumeCheckTimeoutMs?: number;
+}
+
+export interface UpstreamGateway {
+  /** Give to the transport for every listener that serves CSI (unix socket and TCP). */
+  route: StreamRoute;
+  /** Give to the Identity service (and any Probe fast path). */
+  probe: ProbeSource;
+  /** Display form of the upstream endpoint, for logs. */
+  upstream: string;
+  close(): Promise<void>;
+}
+
+export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGateway {
+  const endpoint = parseEndpoint(opts.upstream);
+  const metrics = UpstreamMetrics.for(opts.metrics);
+  const conn = new UpstreamConnection(endpoint, opts.logger, (up) => {
+    metrics.connected.set(up ? 1 : 0);
+    opts.logger.info({ upstream: endpoint.display }, up ? "connected to upstream CSI driver" : "lost connection to upstream CSI driver");
+  });
+  const route = createProxyRoute({
+    conn,
+    gates: opts.gate,
+    readiness: opts.readiness,
+    volumeChecker: opts.volumeChecker,
+    logger: opts.logger,
+    metrics,
+    timeoutCapMs: opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS,
+    volumeCheckTimeoutMs: opts.volumeCheckTimeoutMs ?? 10_000,
+  });
+  const probe = new UpstreamProbeSource({
+    conn,
+    local: opts.localProbe,
+    metrics,
+    logger: opts.logger,
+    timeoutMs: opts.probeTimeoutMs,
+    cacheMs: opts.probeCacheMs,
+  });
+  return { route, probe, upstream: endpoint.display, close: () => conn.close() };
+}

@@ -1,0 +1,347 @@
+import http2 from "node:http2";
+import type { ReadinessProvider } from "../engine/state.js";
+import type { Logger } from "../observability/logger.js";
+import type { StreamRoute } from "../transport/stream-route.js";
+import { unavailableMessage, type UpstreamConnection } from "./connection.js";
+import { gatedPaths, notReadyReason } from "./gating.js";
+import { encodeFrame, singleMessage } from "./grpc-frames.js";
+import { encodeGrpcMessage, respondStatus, Status, statusForRstCode, statusName, statusOf } from "./grpc-status.js";
+import { formatGrpcTimeout, parseGrpcTimeout } from "./grpc-timeout.js";
+import { volumeRefFromRequest, withVolumeCondition, withVolumeConditionCapability } from "./intercept.js";
+import {
+  isForwardedPath,
+  methodInfo,
+  NODE_GET_CAPABILITIES_PATH,
+  NODE_GET_VOLUME_STATS_PATH,
+  type GateName,
+  type MethodInfo,
+} from "./methods.js";
+import type { UpstreamMetrics } from "./metrics.js";
+import { redactedJson } from "./redact.js";
+import type { VolumeChecker, VolumeVerdict } from "./volume-checker.js";
+
+const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
+
+export interface ProxyDeps {
+  conn: UpstreamConnection;
+  gates: ReadonlySet<GateName>;
+  readiness: ReadinessProvider;
+  volumeChecker?: VolumeChecker;
+  logger: Logger;
+  metrics: UpstreamMetrics;
+  /** Upper bound for the deadline passed upstream, and the deadline when the caller set none. */
+  timeoutCapMs: number;
+  /** Upper bound for one volume check inside NodeGetVolumeStats. */
+  volumeCheckTimeoutMs: number;
+}
+
+/** Hop-by-hop and transport headers that must not cross the proxy. */
+const DROP_REQUEST = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "http2-settings", "grpc-timeout", "content-length"]);
+const DROP_RESPONSE = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
+
+/** Bodies we buffer (debug-log copies, rewritten replies) stay small; CSI messages are tiny. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+function copyHeaders(src: http2.IncomingHttpHeaders, drop: Set<string>, keepStatus: boolean): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = {};
+  for (const key of Object.keys(src)) {
+    if (key.startsWith(":") ? !(keepStatus && key === ":status") : drop.has(key)) continue;
+    out[key] = src[key];
+  }
+  return out;
+}
+
+/** Only real gRPC (not gRPC-Web, not Connect) can be relayed frame for frame to a gRPC driver. */
+function isGrpc(headers: http2.IncomingHttpHeaders): boolean {
+  const ct = headers["content-type"];
+  return headers[":method"] === "POST" && typeof ct === "string" && /^application\/grpc(\+proto)?(;|$)/.test(ct);
+}
+
+export function createProxyRoute(deps: ProxyDeps): StreamRoute {
+  const gated = gatedPaths(deps.gates);
+  return (stream, headers) => {
+    const path = headers[":path"];
+    if (typeof path !== "string" || !isForwardedPath(path) || !isGrpc(headers)) return false;
+    new ForwardedCall(deps, stream, headers, path, gated.has(path)).start();
+    return true;
+  };
+}
+
+type Rewrite = "capabilities" | "volume-stats" | undefined;
+
+/** One forwarded call: lives from the caller's stream arriving to its final status. */
+class ForwardedCall {
+  private readonly info: MethodInfo;
+  private readonly t0 = process.hrtime.bigint();
+  private up: http2.ClientHttp2Stream | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private finished = false;
+  /** A status is on its way in trailers; later failures must not replace it. */
+  private ending = false;
+  /** The status to send when the caller's stream asks for trailers. */
+  private trailers: http2.OutgoingHttpHeaders | undefined;
+  private readonly rewrite: Rewrite;
+  /** Request bytes, kept only when a debug log or a rewrite needs them. */
+  private requestChunks: Buffer[] | undefined;
+  private requestBytes = 0;
+  private volumeVerdict: Promise<VolumeVerdict | undefined> | undefined;
+
+  constructor(
+    private readonly deps: ProxyDeps,
+    private readonly stream: http2.ServerHttp2Stream,
+    private readonly headers: http2.IncomingHttpHeaders,
+    private readonly path: string,
+    private readonly gated: boolean,
+  ) {
+    this.info = methodInfo(path);
+    const vc = deps.volumeChecker;
+    this.rewrite =
+      vc && vc.hasVolumePlugins()
+        ? path === NODE_GET_CAPABILITIES_PATH
+          ? "capabilities"
+          : path === NODE_GET_VOLUME_STATS_PATH
+            ? "volume-stats"
+            : undefined
+        : undefined;
+  }
+
+  start(): void {
+    const { deps, stream } = this;
+    deps.metrics.requests.inc({ method: this.info.label });
+    stream.on("error", (err) => deps.logger.debug({ err, method: this.info.label }, "caller stream error"));
+    // The caller went away (cancelled, deadline, connection lost): stop the upstream work too.
+    stream.once("close", () => {
+      if (!this.finished) {
+        this.up?.close(NGHTTP2_CANCEL);
+        this.finish(Status.CANCELLED);
+      }
+    });
+
+    if (this.gated) {
+      const reason = notReadyReason(deps.readiness.snapshot());
+      if (reason) {
+        deps.metrics.gated.inc({ method: this.info.label });
+        this.fail(Status.UNAVAILABLE, reason);
+        return;
+      }
+    }
+
+    const callerMs = parseGrpcTimeout(this.headers["grpc-timeout"]);
+    const timeoutMs = Math.min(callerMs ?? deps.timeoutCapMs, deps.timeoutCapMs);
+    if (timeoutMs <= 0) {
+      this.fail(Status.DEADLINE_EXCEEDED, "deadline exceeded before the call was forwarded");
+      return;
+    }
+
+    const out: http2.OutgoingHttpHeaders = {
+      ":method": "POST",
+      ":scheme": "http",
+      ":path": this.path,
+      ":authority": typeof this.headers[":authority"] === "string" ? this.headers[":authority"] : "localhost",
+      ...copyHeaders(this.headers, DROP_REQUEST, false),
+      "grpc-timeout": formatGrpcTimeout(timeoutMs),
+    };
+    // A reply we rewrite must arrive uncompressed.
+    if (this.rewrite) out["grpc-accept-encoding"] = "identity";
+
+    let up: http2.ClientHttp2Stream;
+    try {
+      up = deps.conn.request(out);
+    } catch (err) {
+      this.fail(Status.UNAVAILABLE, unavailableMessage(deps.conn.display, err));
+      return;
+    }
+    this.up = up;
+    this.timer = setTimeout(() => {
+      up.close(NGHTTP2_CANCEL);
+      this.fail(Status.DEADLINE_EXCEEDED, `upstream did not answer within ${timeoutMs} ms`);
+    }, timeoutMs);
+
+    if (this.rewrite === "volume-stats" || deps.logger.isLevelEnabled("debug")) this.requestChunks = [];
+    stream.on("data", (chunk: Buffer) => {
+      if (!this.requestChunks) return;
+      this.requestBytes += chunk.length;
+      if (this.requestBytes > MAX_BUFFERED_BYTES) this.requestChunks = undefined;
+      else this.requestChunks.push(chunk);
+    });
+    stream.once("end", () => {
+      if (this.rewrite === "volume-stats") this.volumeVerdict = this.checkVolume(timeoutMs);
+    });
+    stream.pipe(up);
+
+    up.once("response", (h, flags) => this.onResponse(up, h, flags));
+    up.once("trailers", (t) => {
+      if (!this.trailers) this.trailers = copyHeaders(t, DROP_RESPONSE, false);
+    });
+    up.on("error", (err) => {
+      deps.logger.debug({ err, method: this.info.label }, "upstream stream error");
+      this.fail(Status.UNAVAILABLE, unavailableMessage(deps.conn.display, err));
+    });
+    up.once("close", () => {
+      // Normal completion: trailers arrived (or the call already ended).
+      if (this.finished || this.trailers) return;
+      // Reset without a status: map it like a gRPC client would.
+      const code = statusForRstCode(up.rstCode);
+      this.fail(code, code === Status.UNAVAILABLE ? unavailableMessage(deps.conn.display, new Error("stream refused")) : `upstream reset the stream (HTTP/2 error ${up.rstCode})`);
+    });
+  }
+
+  private onResponse(up: http2.ClientHttp2Stream, h: http2.IncomingHttpHeaders, flags: number): void {
+    if (this.finished) return;
+    const headers = copyHeaders(h, DROP_RESPONSE, true);
+    if (flags & NGHTTP2_FLAG_END_STREAM) {
+      // Trailers-only reply (how gRPC sends most errors): relay in one HEADERS frame.
+      this.stream.respond(headers, { endStream: true });
+      this.finish(statusOf(h));
+      return;
+    }
+    if (this.rewrite) {
+      this.bufferAndRewrite(up, headers);
+      return;
+    }
+    this.respondStreaming(headers);
+    up.pipe(this.stream);
+  }
+
+  private respondStreaming(headers: http2.OutgoingHttpHeaders): void {
+    const { stream } = this;
+    stream.respond(headers, { waitForTrailers: true });
+    stream.once("wantTrailers", () => {
+      const t = this.trailers ?? { "grpc-status": String(Status.INTERNAL), "grpc-message": "upstream ended the call without a status" };
+      stream.sendTrailers(t);
+      this.finish(Number(t["grpc-status"]));
+    });
+  }
+
+  private bufferAndRewrite(up: http2.ClientHttp2Stream, headers: http2.OutgoingHttpHeaders): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let passthrough = false;
+    const onData = (c: Buffer) => {
+      size += c.length;
+      chunks.push(c);
+      if (size > MAX_BUFFERED_BYTES) {
+        // Too big to be a CSI reply we understand: relay it untouched.
+        passthrough = true;
+        up.removeListener("data", onData);
+        up.removeListener("end", onEnd);
+        this.respondStreaming(headers);
+        for (const b of chunks) this.stream.write(b);
+        up.pipe(this.stream);
+      }
+    };
+    const onEnd = () => {
+      if (passthrough || this.finished) return;
+      void this.sendRewritten(headers, Buffer.concat(chunks));
+    };
+    up.on("data", onData);
+    up.once("end", onEnd);
+  }
+
+  private async sendRewritten(headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<void> {
+    let out: Uint8Array = body;
+    const ok = statusOf(this.trailers as http2.IncomingHttpHeaders) === Status.OK;
+    const message = ok ? singleMessage(body) : undefined;
+    if (message) {
+      try {
+        if (this.rewrite === "capabilities") {
+          out = encodeFrame(withVolumeConditionCapability(message));
+        } else {
+          const verdict = await this.volumeVerdict;
+          if (verdict) {
+            const r = withVolumeCondition(message, verdict);
+            this.deps.metrics.volumeConditions.inc({ result: r.outcome });
+            out = encodeFrame(r.bytes);
+          } else {
+            this.deps.metrics.volumeConditions.inc({ result: "skipped" });
+          }
+        }
+      } catch (err) {
+        this.deps.logger.warn({ err, method: this.info.label }, "could not rewrite upstream reply; relaying it unchanged");
+        out = body;
+      }
+    }
+    if (this.finished || this.stream.destroyed) return;
+    delete headers["content-length"];
+    this.respondStreaming(headers);
+    this.stream.end(out);
+  }
+
+  /** Runs the volume plugins on the requested volume, bounded; undefined means leave the reply alone. */
+  private async checkVolume(timeoutMs: number): Promise<VolumeVerdict | undefined> {
+    const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
+    const message = body && singleMessage(body);
+    if (!message || !this.deps.volumeChecker) return undefined;
+    let ref;
+    try {
+      ref = volumeRefFromRequest(message);
+    } catch {
+      return undefined;
+    }
+    if (!ref) return undefined;
+    const limit = Math.min(timeoutMs, this.deps.volumeCheckTimeoutMs);
+    const ac = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        this.deps.volumeChecker.check(ref, ac.signal),
+        new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => {
+            ac.abort();
+            this.deps.logger.warn({ volume: ref.id, limitMs: limit }, "volume check timed out; NodeGetVolumeStats reply left unchanged");
+            resolve(undefined);
+          }, limit);
+        }),
+      ]);
+    } catch (err) {
+      this.deps.logger.warn({ err, volume: ref.id }, "volume check failed; NodeGetVolumeStats reply left unchanged");
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Ends the call with a status, however far the reply has got. */
+  private fail(code: number, message: string): void {
+    if (this.finished || this.ending) return;
+    const { stream } = this;
+    if (this.up) {
+      this.up.unpipe(stream);
+      if (!this.up.closed) this.up.close(NGHTTP2_CANCEL);
+    }
+    if (!stream.headersSent) {
+      respondStatus(stream, code, message);
+      this.finish(code);
+      return;
+    }
+    // Headers are out and respondStreaming waits for trailers: they carry the status.
+    this.ending = true;
+    this.trailers = { "grpc-status": String(code), "grpc-message": encodeGrpcMessage(message) };
+    if (!stream.writableEnded) stream.end();
+  }
+
+  private finish(code: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    const { deps, info } = this;
+    const seconds = Number(process.hrtime.bigint() - this.t0) / 1e9;
+    const codeName = Number.isNaN(code) ? "UNKNOWN" : statusName(code);
+    deps.metrics.duration.observe({ method: info.label }, seconds);
+    if (code !== Status.OK) deps.metrics.errors.inc({ method: info.label, code: codeName });
+    if (deps.logger.isLevelEnabled("debug")) {
+      const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
+      const message = body && singleMessage(body);
+      deps.logger.debug(
+        {
+          method: info.label,
+          code: codeName,
+          durationMs: Math.round(seconds * 1e6) / 1e3,
+          // Decoded with every csi_secret field replaced; never the raw bytes.
+          request: message && info.input ? redactedJson(info.input, message) : undefined,
+        },
+        "upstream call",
+      );
+    }
+  }
+}

@@ -1,0 +1,71 @@
+import http2 from "node:http2";
+import type { UpstreamConnection } from "./connection.js";
+import { encodeFrame, singleMessage } from "./grpc-frames.js";
+import { decodeGrpcMessage, statusForRstCode, statusOf, Status } from "./grpc-status.js";
+import { formatGrpcTimeout } from "./grpc-timeout.js";
+
+export type UnaryResult =
+  | { kind: "reply"; status: number; message: string; body: Buffer | undefined }
+  /** The call never reached the driver, or got no answer in time. */
+  | { kind: "unreachable"; error: Error };
+
+/** A raw unary gRPC call over the shared upstream session, bounded by timeoutMs. */
+export function unaryCall(conn: UpstreamConnection, path: string, request: Uint8Array, timeoutMs: number): Promise<UnaryResult> {
+  return new Promise((resolve) => {
+    let done = false;
+    const settle = (r: UnaryResult) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(r);
+    };
+    let stream: http2.ClientHttp2Stream;
+    try {
+      stream = conn.request({
+        ":method": "POST",
+        ":path": path,
+        ":scheme": "http",
+        ":authority": "localhost",
+        "content-type": "application/grpc",
+        te: "trailers",
+        "grpc-timeout": formatGrpcTimeout(timeoutMs),
+        "user-agent": "probegate",
+      });
+    } catch (err) {
+      resolve({ kind: "unreachable", error: err as Error });
+      return;
+    }
+    const timer = setTimeout(() => {
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      settle({ kind: "unreachable", error: new Error(`no answer within ${timeoutMs} ms`) });
+    }, timeoutMs);
+    const chunks: Buffer[] = [];
+    let status = Number.NaN;
+    let message = "";
+    stream.on("response", (h) => {
+      if (!Number.isNaN(statusOf(h))) {
+        status = statusOf(h);
+        message = decodeGrpcMessage(h["grpc-message"] as string | undefined);
+      }
+    });
+    stream.on("trailers", (t) => {
+      status = statusOf(t);
+      message = decodeGrpcMessage(t["grpc-message"] as string | undefined);
+    });
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("error", (err) => settle({ kind: "unreachable", error: err }));
+    stream.on("close", () => {
+      if (Number.isNaN(status)) {
+        const code = statusForRstCode(stream.rstCode);
+        if (code === Status.UNAVAILABLE || stream.rstCode === undefined) {
+          settle({ kind: "unreachable", error: new Error("stream closed without a status") });
+        } else {
+          settle({ kind: "reply", status: code, message: `stream reset (HTTP/2 error ${stream.rstCode})`, body: undefined });
+        }
+        return;
+      }
+      settle({ kind: "reply", status, message, body: status === Status.OK ? singleMessage(Buffer.concat(chunks)) : undefined });
+    });
+    stream.end(encodeFrame(request));
+  });
+}

@@ -1,0 +1,174 @@
+// A stand-in CSI driver for gateway-mode tests: a real @grpc/grpc-js server on
+// a unix socket serving Identity, Node, Controller (and optionally
+// GroupController) with scripted replies. Messages stay raw bytes both ways
+// (identity serializers), so tests can compare exactly what went in and out.
+
+import * as grpc from "@grpc/grpc-js";
+import type { DescService } from "@bufbuild/protobuf";
+import { Controller, GroupController, Identity, Node } from "../../gen/csi/v1/csi_pb.js";
+
+export type ServiceName = "Identity" | "Node" | "Controller" | "GroupController";
+
+const SERVICES: Record<ServiceName, DescService> = { Identity, Node, Controller, GroupController };
+
+export interface ScriptedReply {
+  /** Response message bytes (default: empty message). */
+  message?: Uint8Array;
+  /** Fail with this status instead; metadata goes out as trailers (e.g. grpc-status-details-bin). */
+  error?: { code: grpc.status; details: string; metadata?: Record<string, string | Buffer> };
+  /** Response headers (initial metadata). */
+  headers?: Record<string, string | Buffer>;
+  /** Trailers on success. */
+  trailers?: Record<string, string | Buffer>;
+  /** Wait this long before answering; a cancelled call is recorded and not answered. */
+  delayMs?: number;
+}
+
+export interface RecordedCall {
+  path: string;
+  request: Buffer;
+  metadata: Record<string, Array<string | Buffer>>;
+  /** Absolute deadline as the driver's gRPC stack understood it; Infinity when none. */
+  deadline: number;
+  receivedAt: number;
+  cancelled: boolean;
+}
+
+type Script = ScriptedReply | ((request: Buffer) => ScriptedReply);
+
+const identity = (b: Buffer) => b;
+
+export class FakeCsiDriver {
+  readonly calls: RecordedCall[] = [];
+  private readonly scripts = new Map<string, Script>();
+  private server: grpc.Server | undefined;
+
+  constructor(
+    readonly socketPath: string,
+    private readonly services: readonly ServiceName[] = ["Identity", "Node", "Controller"],
+  ) {}
+
+  /** Scripts the reply for one method path, e.g. `/csi.v1.Node/NodeStageVolume`. */
+  script(path: string, reply: Script): this {
+    this.scripts.set(path, reply);
+    return this;
+  }
+
+  callsTo(path: string): RecordedCall[] {
+    return this.calls.filter((c) => c.path === path);
+  }
+
+  async start(): Promise<this> {
+    const server = new grpc.Server();
+    for (const name of this.services) {
+      const svc = SERVICES[name];
+      const def: grpc.ServiceDefinition = {};
+      const impl: grpc.UntypedServiceImplementation = {};
+      for (const m of svc.methods) {
+        const path = `/${svc.typeName}/${m.name}`;
+        def[m.name] = {
+          path,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: identity,
+          requestDeserialize: identity,
+          responseSerialize: identity,
+          responseDeserialize: identity,
+        };
+        impl[m.name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) =>
+          this.handle(path, call, callback);
+      }
+      server.addService(def, impl);
+    }
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix:${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+    );
+    this.server = server;
+    return this;
+  }
+
+  private handle(path: string, call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>): void {
+    const deadline = call.getDeadline();
+    const record: RecordedCall = {
+      path,
+      request: Buffer.from(call.request),
+      metadata: Object.fromEntries(
+        Object.keys(call.metadata.getMap()).map((k) => [k, call.metadata.get(k)]),
+      ) as Record<string, Array<string | Buffer>>,
+      deadline: deadline instanceof Date ? deadline.getTime() : deadline,
+      receivedAt: Date.now(),
+      cancelled: false,
+    };
+    this.calls.push(record);
+    const script = this.scripts.get(path);
+    const reply: ScriptedReply = typeof script === "function" ? script(record.request) : (script ?? {});
+    const answer = () => {
+      if (record.cancelled) return;
+      if (reply.headers) call.sendMetadata(toMetadata(reply.headers));
+      if (reply.error) {
+        callback({ code: reply.error.code, details: reply.error.details, metadata: toMetadata(reply.error.metadata ?? {}) });
+        return;
+      }
+      callback(null, Buffer.from(reply.message ?? new Uint8Array()), reply.trailers ? toMetadata(reply.trailers) : undefined);
+    };
+    call.on("cancelled", () => {
+      record.cancelled = true;
+    });
+    if (reply.delayMs) setTimeout(answer, reply.delayMs);
+    else answer();
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    s.forceShutdown();
+  }
+}
+
+export function toMetadata(entries: Record<string, string | Buffer>): grpc.Metadata {
+  const md = new grpc.Metadata();
+  for (const [k, v] of Object.entries(entries)) md.set(k, v);
+  return md;
+}
+
+export interface CallResult {
+  error?: grpc.ServiceError;
+  response?: Buffer;
+  headers?: grpc.Metadata;
+  trailers?: grpc.Metadata;
+}
+
+/** One raw unary call with @grpc/grpc-js, as kubelet or a sidecar would make it. */
+export function rawCall(
+  client: grpc.Client,
+  path: string,
+  request: Uint8Array,
+  opts: { metadata?: Record<string, string | Buffer>; deadline?: number } = {},
+): Promise<CallResult> {
+  return new Promise((resolve) => {
+    const result: CallResult = {};
+    const call = client.makeUnaryRequest(
+      path,
+      identity,
+      identity,
+      Buffer.from(request),
+      toMetadata(opts.metadata ?? {}),
+      opts.deadline !== undefined ? { deadline: opts.deadline } : {},
+      (err, value) => {
+        if (err) result.error = err;
+        else result.response = value;
+      },
+    );
+    call.on("metadata", (md) => (result.headers = md));
+    call.on("status", (st) => {
+      result.trailers = st.metadata;
+      // The callback runs before 'status'; settle after both.
+      setImmediate(() => resolve(result));
+    });
+  });
+}
+
+export function unixClient(socketPath: string): grpc.Client {
+  return new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
+}
