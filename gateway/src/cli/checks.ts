@@ -1,16 +1,101 @@
-import { StaticReadiness, type ReadinessProvider } from "../engine/state.js";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { CheckEngine } from "../engine/engine.js";
+import { demoBinDir, demoScenarioDir } from "../engine/sources/demo.js";
+import { SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
+import { resolveProgram } from "../engine/sources/path-lookup.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import type { Config } from "./config.js";
+import { UsageError, type Config } from "./config.js";
+import { BUNDLED_PLUGINS_DIR } from "./package-info.js";
 
-/** Builds the check engine for this configuration (sources, plugins, scheduler). */
-export async function startChecks(
-  cfg: Config,
-  _logger: Logger,
-  metrics: Metrics,
-): Promise<{ readiness: ReadinessProvider; stop(): Promise<void>; describe: Record<string, unknown> }> {
-  const readiness = new StaticReadiness();
-  metrics.ready.set(1);
-  metrics.live.set(1);
-  return { readiness, stop: async () => {}, describe: { checks: "none", mode: cfg.mode } };
+export interface RunningChecks {
+  engine: CheckEngine;
+  catalog: SourceCatalog;
+  stop(): Promise<void>;
+  /** Facts for the start log line. */
+  describe: Record<string, unknown>;
+}
+
+interface HostView {
+  env: NodeJS.ProcessEnv;
+  procfs: string;
+  sysfs: string;
+  demo?: string;
+}
+
+/**
+ * Where the checks look: the real host, or a demo node. The demo scenario is
+ * copied to a temporary directory because the fake tools log their calls into
+ * it, and the package directory may be read-only.
+ */
+async function hostView(cfg: Config): Promise<HostView> {
+  let scenario: string | undefined;
+  if (cfg.demo === "auto") {
+    const found = await resolveProgram("lnetctl", process.env.PATH);
+    if (!found.ok) scenario = "healthy";
+  } else if (cfg.demo !== "off") scenario = cfg.demo;
+  if (!scenario) return { env: process.env, procfs: cfg.procfs, sysfs: cfg.sysfs };
+
+  let source: string;
+  try {
+    source = demoScenarioDir(scenario);
+  } catch (err) {
+    throw new UsageError(`--demo: ${(err as Error).message}`);
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `probegate-demo-${scenario}-`));
+  fs.cpSync(source, dir, { recursive: true });
+  return {
+    env: { ...process.env, PATH: `${demoBinDir()}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir },
+    procfs: path.join(dir, "proc"),
+    sysfs: path.join(dir, "sys"),
+    demo: scenario,
+  };
+}
+
+/** Builds and starts the check engine (sources, plugins, scheduler) for this configuration. */
+export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics): Promise<RunningChecks> {
+  const host = await hostView(cfg);
+  let catalog: SourceCatalog;
+  try {
+    catalog = await SourceCatalog.create({
+      procfs: host.procfs,
+      sysfs: host.sysfs,
+      sourcesFile: cfg.sourcesFile,
+      commandPrefix: cfg.commandPrefix,
+      env: host.env,
+      logger,
+      metrics,
+    });
+  } catch (err) {
+    if (err instanceof SourcesFileError) throw new UsageError(`--sources: ${err.message}`);
+    throw err;
+  }
+  const pluginsDir = cfg.pluginsDir ?? BUNDLED_PLUGINS_DIR;
+  const engine = new CheckEngine({
+    mode: cfg.mode,
+    catalog,
+    pluginsDir,
+    checkIntervalMs: cfg.checkIntervalMs,
+    pluginTimeoutMs: cfg.pluginTimeoutMs,
+    pluginMemoryMiB: cfg.pluginMemoryMiB,
+    quarantineAfter: cfg.quarantineAfter,
+    logger,
+    metrics,
+  });
+  await engine.start();
+  return {
+    engine,
+    catalog,
+    stop: () => engine.stop(),
+    describe: {
+      pluginsDir,
+      demo: host.demo ?? "off",
+      procfs: host.procfs,
+      sysfs: host.sysfs,
+      checkIntervalMs: cfg.checkIntervalMs,
+      plugins: engine.plugins().map((p) => `${p.name}@${p.version}`),
+    },
+  };
 }

@@ -27,6 +27,7 @@ export interface Config {
   checkIntervalMs: number;
   pluginTimeoutMs: number;
   pluginMemoryMiB: number;
+  quarantineAfter: number;
   procfs: string;
   sysfs: string;
   sourcesFile?: string;
@@ -153,6 +154,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     checkIntervalMs: Math.max(100, duration("check-interval", str("check-interval") ?? "5s")),
     pluginTimeoutMs: duration("plugin-timeout", str("plugin-timeout") ?? "500ms"),
     pluginMemoryMiB: positiveInt("plugin-memory", str("plugin-memory") ?? "16", 1024),
+    quarantineAfter: positiveInt("quarantine-after", str("quarantine-after") ?? "3", 1000),
     procfs: str("path.procfs") ?? "/proc",
     sysfs: str("path.sysfs") ?? "/sys",
     sourcesFile: str("sources"),

@@ -37,6 +37,8 @@ export const FLAGS: readonly FlagSpec[] = [
     help: "Deadline for one plugin call; a plugin that overruns fails with PluginTimeout." },
   { group: "Checks", name: "plugin-memory", type: "string", arg: "MiB", default: "16",
     help: "Memory cap of one plugin instance." },
+  { group: "Checks", name: "quarantine-after", type: "string", arg: "N", default: "3",
+    help: "Consecutive faults (timeout, trap, bad output) after which a plugin is quarantined until its file changes." },
   { group: "Checks", name: "path.procfs", type: "string", arg: "DIR", default: "/proc",
     help: "Where procfs is mounted (the host's, in a container)." },
   { group: "Checks", name: "path.sysfs", type: "string", arg: "DIR", default: "/sys",

@@ -1,12 +1,18 @@
-import { StaticReadiness, type ReadinessProvider } from "../engine/state.js";
 import { startGateway, type Gateway } from "../gateway.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { Metrics } from "../observability/metrics.js";
 import { CAPABILITY_NAMES, type IdentityConfig } from "../services/identity.js";
+import { LocalProbeSource } from "../services/probe-source.js";
 import { ListenError } from "../transport/listeners.js";
+import { EngineVolumeChecker } from "../upstream/engine-volume-checker.js";
+import { createUpstreamGateway } from "../upstream/index.js";
+import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
 import { VERSION } from "./package-info.js";
+
+/** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
+const FORWARDED_SERVICES = ["csi.v1.Controller", "csi.v1.Node", "csi.v1.GroupController"];
 
 function identityConfig(cfg: Config): IdentityConfig {
   return {
@@ -72,9 +78,8 @@ export async function main(argv: string[]): Promise<number> {
   const metrics = new Metrics();
   const stopSignal = waitForSignal(logger);
 
-  let checks: { readiness: ReadinessProvider; stop(): Promise<void>; describe: Record<string, unknown> };
+  let checks: RunningChecks;
   try {
-    const { startChecks } = await import("./checks.js");
     checks = await startChecks(cfg, logger, metrics);
   } catch (err) {
     if (err instanceof UsageError) {
@@ -84,20 +89,37 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
 
+  const upstream = cfg.upstream
+    ? createUpstreamGateway({
+        upstream: cfg.upstream.display,
+        gate: cfg.gate,
+        readiness: checks.engine,
+        localProbe: new LocalProbeSource(checks.engine),
+        volumeChecker: new EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
+        logger,
+        metrics,
+        timeoutCapMs: cfg.upstreamTimeoutCapMs,
+      })
+    : undefined;
+
   let gw: Gateway;
   try {
     gw = await startGateway({
       csiEndpoint: cfg.csiEndpoint,
       httpEndpoint: cfg.httpEndpoint,
       identity: identityConfig(cfg),
-      readiness: checks.readiness,
+      readiness: checks.engine,
       logger,
       metrics,
       readMaxBytes: cfg.maxRequestBytes,
+      routes: upstream ? [upstream.route] : [],
+      probe: upstream?.probe,
+      extraServices: upstream ? FORWARDED_SERVICES : undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
     });
   } catch (err) {
+    await upstream?.close();
     await checks.stop();
     if (err instanceof ListenError) {
       logger.error({ err: err.message }, "cannot listen");
@@ -113,6 +135,8 @@ export async function main(argv: string[]): Promise<number> {
       csiEndpoint: gw.csi?.address,
       httpEndpoint: gw.http?.address ?? "off",
       driverName: cfg.driverName,
+      upstream: upstream?.upstream ?? "none",
+      gate: [...cfg.gate],
       ...checks.describe,
     },
     "probegate started",
@@ -120,10 +144,9 @@ export async function main(argv: string[]): Promise<number> {
 
   await stopSignal;
   await gw.close(cfg.shutdownTimeoutMs);
+  await upstream?.close();
   await checks.stop();
   logger.info("stopped");
   logger.flush();
   return 0;
 }
-
-export { StaticReadiness };

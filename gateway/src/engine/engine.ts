@@ -1,0 +1,290 @@
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import { PluginRuntime, type CheckOutcome, type PluginSet } from "../runtime/runtime.js";
+import { SingleFlight } from "../runtime/single-flight.js";
+import type { LoadedPlugin, Mode } from "../runtime/types.js";
+import { buildCheckInput } from "./check-input.js";
+import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
+import type { SourceCatalog, SourceResult } from "./sources/index.js";
+import type { CheckStatus, HealthSnapshot, ReadinessProvider } from "./state.js";
+
+/** The part of the source catalog the engine uses; tests pass a small fake. */
+export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" | "read">;
+
+export interface CheckEngineOptions {
+  mode: Mode;
+  catalog: CatalogLike;
+  pluginsDir?: string;
+  checkIntervalMs?: number;
+  pluginTimeoutMs?: number;
+  pluginMemoryMiB?: number;
+  quarantineAfter?: number;
+  logger: Logger;
+  metrics: Metrics;
+  /** Directory watcher tuning (defaults 150 ms / 2 s). */
+  watchDebounceMs?: number;
+  watchPollMs?: number;
+}
+
+export interface PluginListing {
+  name: string;
+  version: string;
+  file: string;
+  sha256: string;
+  probe: string;
+  severity: string;
+  modes: string[];
+  sources: string[];
+  scheduled: boolean;
+  quarantined: boolean;
+}
+
+interface RunResult {
+  plugin: LoadedPlugin;
+  outcome: CheckOutcome;
+  ranAt: Date;
+}
+
+const STATUSES: readonly CheckStatus[] = ["pass", "warn", "fail"];
+
+/**
+ * Runs the check plugins on a schedule and keeps a precomputed snapshot, so
+ * answering a Probe is a field read: nothing a Probe does ever waits for a
+ * plugin, a source, or a plugin-set swap.
+ */
+export class CheckEngine implements ReadinessProvider {
+  readonly runtime: PluginRuntime;
+  private readonly log: Logger;
+  private readonly rounds: SingleFlight;
+  private readonly listeners = new Set<(s: HealthSnapshot) => void>();
+  private conditions = new Map<string, TrackedCondition>();
+  private firstRoundDone = false;
+  private generation = 0;
+  private lastSignature = "";
+  private snap: HealthSnapshot;
+  private timer: NodeJS.Timeout | null = null;
+  private started = false;
+  private stopped = false;
+  private unwatch: (() => void) | null = null;
+
+  constructor(private readonly opts: CheckEngineOptions) {
+    this.log = opts.logger.child({ component: "engine" });
+    const m = opts.metrics;
+    this.runtime = new PluginRuntime({
+      dir: opts.pluginsDir,
+      isKnownSource: (name) => opts.catalog.has(name),
+      timeoutMs: opts.pluginTimeoutMs,
+      memoryMiB: opts.pluginMemoryMiB,
+      quarantineAfter: opts.quarantineAfter,
+      debounceMs: opts.watchDebounceMs,
+      pollMs: opts.watchPollMs,
+      logger: opts.logger.child({ component: "plugins" }),
+      onLoaded: () => m.pluginLoads.inc({ result: "loaded" }),
+      onRefused: (r) => {
+        m.pluginLoads.inc({ result: "refused" });
+        m.pluginRefusals.inc({ reason: r.reason });
+      },
+      onQuarantined: (p) => m.pluginQuarantines.inc({ plugin: p.manifest.name }),
+    });
+    this.rounds = new SingleFlight(
+      () => this.evaluate(),
+      (err) => this.log.error({ err: (err as Error).message }, "evaluation round failed"),
+    );
+    this.snap = this.publish(true);
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    await this.runtime.start();
+    if (this.scheduled(this.runtime.current()).length === 0) {
+      // Nothing to wait for (typical for --mode controller): ready at once.
+      this.firstRoundDone = true;
+    }
+    this.unwatch = this.runtime.onChange((set) => this.onPluginSetChanged(set));
+    // Publishes and starts the first round without waiting for it.
+    this.onPluginSetChanged(this.runtime.current());
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.unwatch?.();
+    await this.runtime.stop();
+  }
+
+  snapshot(): HealthSnapshot {
+    return this.snap;
+  }
+
+  subscribe(listener: (s: HealthSnapshot) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Runs a round now, or right after the one in progress; resolves when it has been applied. */
+  refresh(): Promise<void> {
+    if (this.stopped || !this.started) return Promise.resolve();
+    return this.rounds.run();
+  }
+
+  /** Every loaded plugin, including volume plugins the scheduler does not run. */
+  plugins(): PluginListing[] {
+    const set = this.runtime.current();
+    const scheduled = new Set(this.scheduled(set).map((p) => p.key));
+    return set.plugins.map((p) => ({
+      name: p.manifest.name,
+      version: p.manifest.version,
+      file: p.file,
+      sha256: p.sha256,
+      probe: p.manifest.probe,
+      severity: p.manifest.severity,
+      modes: [...p.manifest.modes],
+      sources: [...p.manifest.sources],
+      scheduled: scheduled.has(p.key),
+      quarantined: this.runtime.isQuarantined(p),
+    }));
+  }
+
+  private scheduled(set: PluginSet): LoadedPlugin[] {
+    return set.plugins.filter((p) => p.manifest.modes.includes(this.opts.mode) && p.manifest.probe !== "volume");
+  }
+
+  private onPluginSetChanged(set: PluginSet): void {
+    const names = new Set(this.scheduled(set).map((p) => p.manifest.name));
+    for (const name of [...this.conditions.keys()]) {
+      if (!names.has(name)) this.dropCondition(name);
+    }
+    this.opts.metrics.pluginsLoaded.set(set.plugins.length);
+    this.opts.metrics.refusedPlugins.set(set.refusals.length);
+    this.publish();
+    void this.refresh();
+  }
+
+  private async evaluate(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    try {
+      const plugins = this.scheduled(this.runtime.current());
+      const needsFacts = (p: LoadedPlugin) => p.manifest.sources.some((s) => this.opts.catalog.requiredFacts(s).length > 0);
+      const stage1 = plugins.filter((p) => !needsFacts(p));
+      const stage2 = plugins.filter(needsFacts);
+      const first = await Promise.all(stage1.map((p) => this.runOne(p, {})));
+      const facts = mergeFacts(first);
+      const second = await Promise.all(stage2.map((p) => this.runOne(p, facts)));
+      if (this.stopped) return;
+      this.apply([...first, ...second]);
+    } finally {
+      if (!this.stopped) {
+        this.timer = setTimeout(() => void this.refresh(), this.opts.checkIntervalMs ?? 5000);
+        this.timer.unref();
+      }
+    }
+  }
+
+  private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>): Promise<RunResult> {
+    const sources = await Promise.all(
+      p.manifest.sources.map(async (name) => [name, await this.opts.catalog.read(name, facts)] as [string, SourceResult]),
+    );
+    const input = buildCheckInput(this.opts.mode, sources, facts, Date.now());
+    const outcome = await this.runtime.runCheck(p, input);
+    return { plugin: p, outcome, ranAt: new Date() };
+  }
+
+  private apply(results: RunResult[]): void {
+    const current = new Set(this.scheduled(this.runtime.current()).map((p) => p.key));
+    const m = this.opts.metrics;
+    for (const { plugin: p, outcome, ranAt } of results) {
+      // The set may have been swapped while this round ran: results of
+      // plugins that are gone or replaced are stale and dropped.
+      if (!current.has(p.key)) continue;
+      const name = p.manifest.name;
+      const status: CheckStatus = outcome.kind === "verdict" ? outcome.output.status : "fail";
+      const reason = outcome.kind === "verdict" ? outcome.output.reason : outcome.reason;
+      const message = outcome.kind === "verdict" ? outcome.output.message : outcome.message;
+      const prev = this.conditions.get(name);
+      const now = ranAt.toISOString();
+      const transitioned = !prev || prev.condition.status !== status;
+      this.conditions.set(name, {
+        key: p.key,
+        fault: outcome.kind === "fault",
+        condition: {
+          name,
+          probe: p.manifest.probe,
+          severity: p.manifest.severity,
+          status,
+          reason,
+          message,
+          lastTransitionTime: transitioned ? now : prev.condition.lastTransitionTime,
+          lastRunTime: now,
+          durationMs: Math.round(outcome.durationMs * 1000) / 1000,
+          plugin: { name, version: p.manifest.version, sha256: p.sha256, file: p.file },
+        },
+      });
+      if (transitioned) {
+        this.log.info(
+          { check: name, probe: p.manifest.probe, severity: p.manifest.severity, from: prev?.condition.status ?? null, to: status, reason, message },
+          "check status changed",
+        );
+      }
+      // A quarantined plugin is not run: no run or duration to count.
+      if (!(outcome.kind === "fault" && outcome.reason === "PluginQuarantined" && outcome.durationMs === 0)) {
+        m.checkRuns.inc({ check: name, status, reason });
+        m.checkDuration.observe({ check: name }, outcome.durationMs / 1000);
+      }
+      for (const s of STATUSES) m.checkStatus.set({ check: name, probe: p.manifest.probe, status: s }, s === status ? 1 : 0);
+    }
+    this.firstRoundDone = true;
+    this.publish();
+  }
+
+  private dropCondition(name: string): void {
+    const t = this.conditions.get(name);
+    if (!t) return;
+    this.conditions.delete(name);
+    for (const s of STATUSES) this.opts.metrics.checkStatus.remove({ check: name, probe: t.condition.probe, status: s });
+    this.log.info({ check: name }, "check removed");
+  }
+
+  /** Recomputes the snapshot; bumps generation and notifies only when something that matters changed. */
+  private publish(initial = false): HealthSnapshot {
+    const conds = [...this.conditions.values()].sort((a, b) => a.condition.name.localeCompare(b.condition.name));
+    const refusals = this.runtime.current().refusals;
+    const verdict = judge(conds, this.firstRoundDone);
+    const sig = signature(verdict, conds, refusals);
+    const changed = sig !== this.lastSignature;
+    if (changed) {
+      this.generation++;
+      this.lastSignature = sig;
+    }
+    const prev = initial ? undefined : this.snap;
+    this.snap = buildSnapshot(verdict, conds, refusals, this.generation);
+    this.opts.metrics.ready.set(verdict.ready ? 1 : 0);
+    this.opts.metrics.live.set(verdict.live ? 1 : 0);
+    if (changed && !initial) {
+      if (prev && (prev.phase !== verdict.phase || prev.live !== verdict.live)) {
+        this.log.info({ phase: verdict.phase, ready: verdict.ready, live: verdict.live }, "health changed");
+      }
+      for (const fn of this.listeners) {
+        try {
+          fn(this.snap);
+        } catch (err) {
+          this.log.error({ err: (err as Error).message }, "snapshot listener threw");
+        }
+      }
+    }
+    return this.snap;
+  }
+}
+
+/** Facts from stage-1 verdicts; on a clash the plugin first by name wins, so rounds are deterministic. */
+function mergeFacts(results: RunResult[]): Record<string, string> {
+  const facts: Record<string, string> = {};
+  const ordered = [...results].sort((a, b) => a.plugin.manifest.name.localeCompare(b.plugin.manifest.name));
+  for (const r of ordered) {
+    if (r.outcome.kind !== "verdict") continue;
+    for (const [k, v] of Object.entries(r.outcome.output.facts)) if (!(k in facts)) facts[k] = v;
+  }
+  return facts;
+}

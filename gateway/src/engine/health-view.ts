@@ -1,0 +1,58 @@
+import type { Condition, HealthSnapshot, Phase, Refusal } from "./state.js";
+
+/** A condition plus what the snapshot needs to know but the contract doesn't carry. */
+export interface TrackedCondition {
+  condition: Condition;
+  /** The plugin faulted (timeout, trap, bad output, quarantine) rather than judging. */
+  fault: boolean;
+  key: string;
+}
+
+export interface Verdict {
+  phase: Phase;
+  ready: boolean;
+  live: boolean;
+}
+
+/**
+ * Readiness fails closed: a required readiness check that fails, or whose
+ * plugin faults, makes the gateway not ready — a check that cannot run cannot
+ * vouch for the node. Liveness fails open on faults: live:false makes the CO
+ * restart the driver, which cannot fix a broken plugin and would turn one bad
+ * plugin rollout into a restart loop on every node.
+ */
+export function judge(conditions: readonly TrackedCondition[], firstRoundDone: boolean): Verdict {
+  const live = !conditions.some(
+    (t) => t.condition.probe === "liveness" && t.condition.severity === "required" && t.condition.status === "fail" && !t.fault,
+  );
+  if (!firstRoundDone) return { phase: "initializing", ready: false, live };
+  const ready = !conditions.some(
+    (t) => t.condition.probe === "readiness" && t.condition.severity === "required" && t.condition.status === "fail",
+  );
+  return { phase: ready ? "ready" : "not-ready", ready, live };
+}
+
+/** What must differ for generation to move: verdict, condition set, statuses, reasons, plugin identity, refusals. */
+export function signature(v: Verdict, conditions: readonly TrackedCondition[], refusals: readonly Refusal[]): string {
+  return JSON.stringify([
+    v.phase,
+    v.ready,
+    v.live,
+    conditions.map((t) => [t.condition.name, t.condition.status, t.condition.reason, t.condition.plugin.sha256]),
+    refusals.map((r) => [r.file, r.reason, r.sha256 ?? ""]),
+  ]);
+}
+
+export function buildSnapshot(
+  v: Verdict,
+  conditions: readonly TrackedCondition[],
+  refusals: readonly Refusal[],
+  generation: number,
+): HealthSnapshot {
+  return Object.freeze({
+    ...v,
+    conditions: Object.freeze(conditions.map((t) => Object.freeze({ ...t.condition, plugin: Object.freeze({ ...t.condition.plugin }) }))),
+    refusals: Object.freeze(refusals.map((r) => Object.freeze({ ...r }))),
+    generation,
+  });
+}

@@ -1,0 +1,17 @@
+import type { Sandbox } from "./sandbox.js";
+import { parseCheckOutput } from "./schema.js";
+import type { CheckOutput, FaultReason, LoadedPlugin } from "./types.js";
+
+export type CheckOutcome =
+  | { kind: "verdict"; output: CheckOutput; durationMs: number }
+  | { kind: "fault"; reason: FaultReason | "PluginQuarantined"; message: string; durationMs: number };
+
+/** The one path from an input string to a validated verdict: the engine and `plugin test` share it. */
+export async function callCheck(sandbox: Sandbox, p: LoadedPlugin, input: string, timeoutMs?: number): Promise<CheckOutcome> {
+  const r = await sandbox.call(p.key, "check", input, timeoutMs);
+  if (!r.ok) return { kind: "fault", reason: r.reason, message: r.message, durationMs: r.durationMs };
+  const parsed = parseCheckOutput(r.output);
+  return parsed.ok
+    ? { kind: "verdict", output: parsed.output, durationMs: r.durationMs }
+    : { kind: "fault", reason: "PluginBadOutput", message: parsed.message, durationMs: r.durationMs };
+}

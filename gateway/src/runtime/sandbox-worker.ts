@@ -1,0 +1,169 @@
+// The code that runs inside the sandbox worker thread.
+//
+// It is shipped to the worker as source text (`sandboxWorkerSource`), not as
+// a file path: the same code then runs from the compiled dist/ tree and from
+// vitest's on-the-fly TypeScript, with no loader hooks. The function must
+// therefore be self-contained: no imports, no closures over module scope —
+// everything it needs arrives through `req` (the worker's CommonJS require).
+//
+// Strings cross the boundary the way @assemblyscript/loader does it
+// (`__new(bytes, STRING_ID)`, `__pin`/`__unpin`, UTF-16LE, byte length at
+// ptr-4, class id at ptr-8), re-implemented here so every read from plugin
+// memory is bounds-checked and length-capped before any byte is copied.
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export function sandboxWorkerMain(req: (id: string) => any): void {
+  const { parentPort } = req("node:worker_threads");
+  const WA = (globalThis as any).WebAssembly;
+  const STRING_ID = 2;
+  const ABORT_TEXT_MAX = 512;
+  const TRACE_TEXT_MAX = 256;
+  const TRACES_PER_CALL = 8;
+  const SEED = 0x5eed;
+
+  interface Entry {
+    module: any;
+    instance: any;
+    state: { abortMessage: string | null; traces: number; key: string };
+  }
+  const entries = new Map<string, Entry>();
+
+  class PluginAbort extends Error {}
+
+  function memoryOf(e: Entry): any {
+    return (e.instance!.exports as any).memory;
+  }
+
+  /** Reads an AS string at ptr, or null if ptr doesn't point at one inside memory. */
+  function readBounded(mem: any, ptr: number, maxChars: number): string | null {
+    const buf = mem.buffer;
+    ptr = ptr >>> 0;
+    if (ptr < 8 || ptr % 4 !== 0 || ptr > buf.byteLength) return null;
+    const header = new DataView(buf, ptr - 8, 8);
+    if (header.getUint32(0, true) !== STRING_ID) return null;
+    const size = header.getUint32(4, true);
+    if (size % 2 !== 0 || ptr + size > buf.byteLength) return null;
+    const take = Math.min(size, maxChars * 2);
+    const text = new TextDecoder("utf-16le").decode(new Uint8Array(buf, ptr, take));
+    return size > take ? `${text}…` : text;
+  }
+
+  function makeImports(state: Entry["state"], getMemory: () => any) {
+    return {
+      env: {
+        abort(msg: number, file: number, line: number, col: number) {
+          const mem = getMemory();
+          const m = mem ? readBounded(mem, msg, ABORT_TEXT_MAX) : null;
+          const f = mem ? readBounded(mem, file, 128) : null;
+          state.abortMessage = `abort: ${m ?? "(no message)"}${f ? ` at ${f}:${line >>> 0}:${col >>> 0}` : ""}`;
+          throw new PluginAbort(state.abortMessage);
+        },
+        trace(msg: number, n: number, ...args: number[]) {
+          if (state.traces >= TRACES_PER_CALL) return;
+          state.traces++;
+          const mem = getMemory();
+          const m = (mem ? readBounded(mem, msg, TRACE_TEXT_MAX) : null) ?? "(unreadable)";
+          const values = args.slice(0, Math.max(0, Math.min(5, n | 0))).map(String).join(", ");
+          parentPort.postMessage({ type: "trace", key: state.key, message: values ? `${m} ${values}` : m });
+        },
+        seed() {
+          return SEED;
+        },
+      },
+    };
+  }
+
+  function instantiate(e: Entry): void {
+    let instance: any = null;
+    const imports = makeImports(e.state, () =>
+      instance ? ((instance.exports as any).memory) : null,
+    );
+    // Instantiation runs the module's start function (AS top-level code), so
+    // it happens inside a call, under the caller's deadline.
+    instance = new WA.Instance(e.module, imports as any);
+    e.instance = instance;
+  }
+
+  function newString(e: Entry, s: string): number {
+    const ex = e.instance!.exports as any;
+    const ptr = ex.__new(s.length << 1, STRING_ID) >>> 0;
+    const view = new Uint16Array(memoryOf(e).buffer, ptr, s.length);
+    for (let i = 0; i < s.length; i++) view[i] = s.charCodeAt(i);
+    return ptr;
+  }
+
+  type Fault = { ok: false; reason: string; message: string };
+
+  function readResult(e: Entry, ptr: number, maxOutputBytes: number): { ok: true; output: string } | Fault {
+    const buf = memoryOf(e).buffer;
+    ptr = ptr >>> 0;
+    if (ptr < 8 || ptr % 4 !== 0 || ptr > buf.byteLength) {
+      return { ok: false, reason: "PluginBadOutput", message: `result pointer ${ptr} is not a string` };
+    }
+    const header = new DataView(buf, ptr - 8, 8);
+    if (header.getUint32(0, true) !== STRING_ID) {
+      return { ok: false, reason: "PluginBadOutput", message: "result is not an AssemblyScript string" };
+    }
+    const size = header.getUint32(4, true);
+    // Checked before a single character is copied: a hostile plugin may hand
+    // back a 50 MB string, which must not land on the worker's JS heap.
+    if (size > maxOutputBytes * 2) {
+      return { ok: false, reason: "PluginOutputTooLarge", message: `output is ${size / 2} characters; the cap is ${maxOutputBytes} bytes` };
+    }
+    if (size % 2 !== 0 || ptr + size > buf.byteLength) {
+      return { ok: false, reason: "PluginBadOutput", message: "result string runs outside plugin memory" };
+    }
+    const output = new TextDecoder("utf-16le").decode(new Uint8Array(buf, ptr, size));
+    const utf8 = Buffer.byteLength(output, "utf8");
+    if (utf8 > maxOutputBytes) {
+      return { ok: false, reason: "PluginOutputTooLarge", message: `output is ${utf8} bytes; the cap is ${maxOutputBytes} bytes` };
+    }
+    return { ok: true, output };
+  }
+
+  function call(msg: any): { ok: true; output: string } | Fault {
+    const e = entries.get(msg.key);
+    if (!e) return { ok: false, reason: "PluginUnloaded", message: "plugin is not loaded" };
+    e.state.abortMessage = null;
+    e.state.traces = 0;
+    let pinned = 0;
+    try {
+      if (!e.instance) instantiate(e);
+      const ex = e.instance!.exports as any;
+      let ptr: number;
+      if (msg.fn === "manifest") {
+        ptr = ex.manifest();
+      } else {
+        pinned = newString(e, msg.input);
+        ex.__pin(pinned);
+        ptr = ex.check(pinned);
+      }
+      const result = readResult(e, ptr, msg.maxOutputBytes);
+      if (pinned) ex.__unpin(pinned);
+      return result;
+    } catch (err: any) {
+      // A trapped AS instance may have a half-updated heap: start the next
+      // call from a fresh instance.
+      e.instance = null;
+      const message = e.state.abortMessage ?? `${err?.name ?? "Error"}: ${String(err?.message ?? err).slice(0, ABORT_TEXT_MAX)}`;
+      return { ok: false, reason: "PluginTrap", message };
+    }
+  }
+
+  parentPort.on("message", (msg: any) => {
+    switch (msg.op) {
+      case "register":
+        entries.set(msg.key, { module: msg.module, instance: null, state: { abortMessage: null, traces: 0, key: msg.key } });
+        return;
+      case "unregister":
+        entries.delete(msg.key);
+        return;
+      case "call":
+        parentPort.postMessage({ type: "reply", id: msg.id, ...call(msg) });
+        return;
+    }
+  });
+}
+
+/** Source text for `new Worker(…, { eval: true })`. */
+export const sandboxWorkerSource = `(${sandboxWorkerMain.toString()})(require);`;

@@ -1,0 +1,75 @@
+import { z } from "zod";
+import type { CheckOutput, PluginManifest } from "./types.js";
+
+// Per plugins/ABI.md, version 1. Unknown extra keys are ignored (zod strips them).
+
+const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const SEMVERISH = /^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]{1,64})?$/;
+const REASON = /^[A-Z][A-Za-z0-9]{0,63}$/;
+const MESSAGE_MAX = 1024;
+
+const manifestV1 = z.object({
+  abi: z.literal(1),
+  name: z.string().regex(NAME, "must match ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"),
+  version: z.string().regex(SEMVERISH, "must look like a semantic version (1.2.3)"),
+  description: z.string().max(MESSAGE_MAX).default(""),
+  sources: z.array(z.string().min(1).max(64)).max(16).default([]),
+  modes: z
+    .array(z.enum(["node", "controller"]))
+    .min(1)
+    .transform((m) => [...new Set(m)]),
+  probe: z.enum(["readiness", "liveness", "volume"]).default("readiness"),
+  severity: z.enum(["required", "advisory"]).default("required"),
+});
+
+const checkOutput = z.object({
+  status: z.enum(["pass", "warn", "fail"]),
+  reason: z.string().regex(REASON, "must be UpperCamelCase, at most 64 characters"),
+  // Messages end up in logs and Probe errors; a long one is cut, not refused.
+  message: z.string().transform((m) => (m.length > MESSAGE_MAX ? `${m.slice(0, MESSAGE_MAX)}…` : m)),
+  facts: z.record(z.string().max(256), z.string().max(4096)).default({}),
+});
+
+export type ManifestResult =
+  | { ok: true; manifest: PluginManifest }
+  | { ok: false; reason: "BadManifest" | "UnsupportedAbi"; message: string };
+
+export function parseManifest(text: string): ManifestResult {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, reason: "BadManifest", message: `manifest() did not return JSON: ${(e as Error).message}` };
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    return { ok: false, reason: "BadManifest", message: "manifest() must return a JSON object" };
+  }
+  const abi = (raw as { abi?: unknown }).abi;
+  if (abi !== 1) {
+    return { ok: false, reason: "UnsupportedAbi", message: `manifest abi ${JSON.stringify(abi) ?? "(missing)"} is not supported; this gateway speaks abi 1` };
+  }
+  const r = manifestV1.safeParse(raw);
+  if (!r.success) return { ok: false, reason: "BadManifest", message: `invalid manifest: ${describeIssues(r.error)}` };
+  return { ok: true, manifest: r.data as PluginManifest };
+}
+
+export type OutputResult = { ok: true; output: CheckOutput } | { ok: false; message: string };
+
+export function parseCheckOutput(text: string): OutputResult {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, message: `check() did not return JSON: ${(e as Error).message}` };
+  }
+  const r = checkOutput.safeParse(raw);
+  if (!r.success) return { ok: false, message: `invalid check output: ${describeIssues(r.error)}` };
+  return { ok: true, output: r.data };
+}
+
+function describeIssues(err: z.ZodError): string {
+  return err.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`)
+    .join("; ");
+}
