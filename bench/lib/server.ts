@@ -1,0 +1,78 @@
+// Starting and stopping a server under test as its own process.
+import { type ChildProcess, spawn } from "node:child_process";
+import { probeNewConnection } from "../load/probe-client.js";
+import type { ServerCtx, ServerTarget } from "../targets.js";
+import { sleep } from "./net.js";
+
+export interface RunningServer {
+  target: ServerTarget;
+  ctx: ServerCtx;
+  pid: number;
+  proc: ChildProcess;
+  notes: string[];
+  stderrTail(): string;
+  stop(): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+/** Kills every server still running (on abnormal exit of the orchestrator). */
+export function killAll(): void {
+  for (const p of live) p.kill("SIGKILL");
+}
+
+export async function startServer(t: ServerTarget, ctx: ServerCtx, extraNodeArgs: string[] = [], timeoutMs = 30_000): Promise<RunningServer> {
+  const c = t.command(ctx);
+  const args = c.cmd === process.execPath ? [...extraNodeArgs, ...c.args] : c.args;
+  const proc = spawn(c.cmd, args, { cwd: ctx.root, env: { ...process.env, ...c.env }, stdio: ["ignore", "pipe", "pipe"] });
+  live.add(proc);
+  let err = "";
+  let out = "";
+  let exited: number | null | undefined;
+  proc.stderr!.on("data", (d) => (err = (err + d).slice(-4000)));
+  proc.stdout!.on("data", (d) => (out = (out + d).slice(-4000)));
+  const exit = new Promise<void>((r) =>
+    proc.on("exit", (code, sig) => {
+      exited = code ?? (sig ? -1 : null);
+      live.delete(proc);
+      r();
+    }),
+  );
+  const notes: string[] = [];
+  const server: RunningServer = {
+    target: t,
+    ctx,
+    pid: proc.pid!,
+    proc,
+    notes,
+    stderrTail: () => err.trim().split("\n").slice(-8).join("\n"),
+    stop: async () => {
+      if (exited !== undefined) return;
+      proc.kill("SIGTERM");
+      const t = setTimeout(() => proc.kill("SIGKILL"), 5000);
+      await exit;
+      clearTimeout(t);
+    },
+  };
+  const deadline = Date.now() + timeoutMs;
+  let lastProbe = "";
+  for (;;) {
+    if (exited !== undefined) throw new Error(`exited (${exited}) before ready: ${server.stderrTail() || out.trim()}`);
+    if (Date.now() > deadline) {
+      await server.stop();
+      throw new Error(`not ready after ${timeoutMs} ms (${lastProbe}): ${server.stderrTail()}`);
+    }
+    if (t.readiness === "stdout") {
+      if (out.includes("READY")) break;
+    } else {
+      const r = await probeNewConnection({ socketPath: ctx.socket }, 1000);
+      lastProbe = r.ok ? `ready=${r.ready}` : r.error ?? "error";
+      if (r.ok && r.ready) break;
+      if (r.ok && Date.now() > deadline - timeoutMs / 2) {
+        notes.push(`Probe answered ready=false for ${timeoutMs / 2} ms after start; measured anyway`);
+        break;
+      }
+    }
+    await sleep(100);
+  }
+  return server;
+}

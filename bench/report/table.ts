@@ -1,0 +1,128 @@
+// Plain-text (Markdown) tables of one run.
+import type { BenchResult } from "./types.js";
+
+export function mdTable(head: string[], rows: (string | number)[][]): string {
+  const cells = [head, ...rows.map((r) => r.map(String))];
+  const w = head.map((_, i) => Math.max(3, ...cells.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => "| " + r.map((c, i) => c.padEnd(w[i])).join(" | ") + " |";
+  return [line(cells[0]), "| " + w.map((n) => "-".repeat(n)).join(" | ") + " |", ...cells.slice(1).map(line)].join("\n");
+}
+
+const n = (x: number | undefined, d = 0) => (x === undefined || !Number.isFinite(x) ? "n/a" : x.toFixed(d));
+const ms = (us: number | undefined) => n(us === undefined ? undefined : us / 1000, 3);
+
+export function renderReport(r: BenchResult): string {
+  const out: string[] = [];
+  const m = r.meta;
+  out.push(
+    `# probegate bench — ${m.startedAt}${m.quick ? " (quick)" : ""}`,
+    `node ${m.node}, ${m.cpus} CPUs (${m.cpuModel}), ${m.h2load || "h2load absent"}; sections: ${m.sections.join(", ")}`,
+    "",
+  );
+  const avail = r.servers.filter((s) => s.available);
+  for (const s of r.servers.filter((x) => !x.available)) out.push(`! ${s.label}: not measured — ${s.error ?? "unavailable"}`);
+
+  const nc = avail.flatMap((s) => s.newconn.map((x) => ({ s, x })));
+  if (nc.length) {
+    out.push("", "## 1. New connection per probe (livenessprobe pattern, unix socket, open loop)", "");
+    out.push(
+      mdTable(
+        ["server", "rate/s", "pollers", "probes", "errors", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "server CPU/probe µs", "client lag p99 ms"],
+        nc.map(({ s, x }) => [
+          s.label, x.rate, x.pollers, x.result.sent, x.result.errors,
+          ms(x.result.latency.p50), ms(x.result.latency.p90), ms(x.result.latency.p99), ms(x.result.latency.p999), ms(x.result.latency.max),
+          n(x.serverCpuPerProbeUs, 1), ms(x.result.clientLag.p99),
+        ]),
+      ),
+    );
+  }
+  const tp = avail.filter((s) => s.throughput || s.singleClient);
+  if (tp.length) {
+    out.push("", "## 2. Persistent connection, gRPC Probe over TCP h2c (h2load)", "");
+    const base = r.servers.find((s) => s.id === "grpc-js")?.throughput?.h2.reqPerSec;
+    out.push(
+      mdTable(
+        ["server", "req/s (c8 m4)", "× grpc-js", "errors", "mean ms", "server cores", "server CPU/req µs", "h2load CPU s", "CPU/Probe µs (c1 m1)", "req/s (c1 m1)"],
+        tp.map((s) => [
+          s.label, n(s.throughput?.h2.reqPerSec), base ? n((s.throughput?.h2.reqPerSec ?? NaN) / base, 2) : "n/a",
+          n((s.throughput?.h2.failed ?? 0) + (s.throughput?.h2.errored ?? 0) + (s.throughput?.h2.timeout ?? 0)),
+          ms(s.throughput?.h2.reqTimeUs.mean), n(s.throughput?.serverCores, 2), n(s.throughput?.cpuPerReqUs, 1),
+          n(s.throughput?.h2.clientCpuSec, 2), n(s.singleClient?.cpuPerReqUs, 1), n(s.singleClient?.h2.reqPerSec),
+        ]),
+      ),
+    );
+  }
+  const http = avail.flatMap((s) => s.http.map((x) => ({ s, x })));
+  if (http.length) {
+    out.push("", "## 3. HTTP/1.1 keep-alive paths (h2load --h1 -c 8)", "");
+    out.push(
+      mdTable(
+        ["server", "path", "req/s", "errors", "non-2xx", "mean ms", "server CPU/req µs"],
+        http.map(({ s, x }) => [
+          s.label, x.name, n(x.h2.reqPerSec), n(x.h2.failed + x.h2.errored + x.h2.timeout), n(x.h2.total - x.h2.status2xx),
+          ms(x.h2.reqTimeUs.mean), n(x.cpuPerReqUs, 1),
+        ]),
+      ),
+    );
+  }
+  if (r.exec.length) {
+    out.push("", "## 4c. Exec-style readiness script (per invocation, sequential)", "");
+    out.push(
+      mdTable(
+        ["fake lnetctl", "runs", "failures", "wall p50 ms", "wall p99 ms", "CPU/run µs (incl. children)"],
+        r.exec.map((e) => [e.label, e.result.wall.count, e.result.failures, ms(e.result.wall.p50), ms(e.result.wall.p99), n(e.result.cpuPerRunUs, 0)]),
+      ),
+    );
+  }
+  if (r.plugins) {
+    out.push("", "## 5. Plugin cost (check() per call, median, µs; in-process via @assemblyscript/loader)", "");
+    const sizes = r.plugins.params.sizes;
+    if (r.plugins.plugins.length === 0) out.push(`no plugins in ${r.plugins.params.pluginsDir}`);
+    else
+      out.push(
+        mdTable(
+          ["plugin", ...sizes.map((x) => `${x} NIs`), "t1024/t256", "result @16"],
+          r.plugins.plugins.map((p) => [
+            p.name,
+            ...sizes.map((x) => n(p.points.find((q) => q.nis === x)?.medianUs, 2)),
+            n(p.growth1024over256, 2),
+            p.error ? `error: ${p.error}` : `${p.points.find((q) => q.nis === 16)?.status} ${p.points.find((q) => q.nis === 16)?.reason}`,
+          ]),
+        ),
+      );
+    const rt = r.plugins.runtime;
+    if (rt.sandboxCall?.length)
+      out.push("", "Through probegate's runtime at 16 NIs (median µs): sandbox call = loaded plugin, one check() via the worker; runPluginOnce = load + call + teardown.", "",
+        mdTable(["plugin", "sandbox call µs", "calls", "runPluginOnce µs"], rt.sandboxCall.map((x) => [x.plugin, n(x.medianUs, 1), x.calls, n(rt.runPluginOnce?.find((y) => y.plugin === x.plugin)?.medianUs, 0)])));
+    if (rt.engine?.length)
+      out.push("", mdTable(["plugins scheduled", "engine round median µs (sources in memory)", "rounds"], rt.engine.map((x) => [x.plugins, n(x.roundMedianUs, 1), x.rounds])));
+    if (rt.note) out.push("", `runtime: ${rt.note.trim()}`);
+  }
+  const mem = r.servers.filter((s) => s.memory || s.rssStartMiB !== undefined);
+  if (mem.length) {
+    const k = (mem.find((s) => s.memory)?.memory?.probesPerPhase ?? 100_000) / 1000;
+    out.push("", "## 6. Memory (RSS, MiB; probes = gRPC Probe on persistent connections, h2load c8 m4)", "");
+    out.push(
+      mdTable(
+        ["server", "after start", `after ${k}k probes`, `after ${2 * k}k probes`, `growth ${k}k→${2 * k}k`],
+        mem.map((s) => [s.label, n(s.memory?.rssStartMiB ?? s.rssStartMiB, 1), n(s.memory?.rss100kMiB, 1), n(s.memory?.rss200kMiB, 1), s.memory ? `${n(s.memory.growthPct, 1)}%` : "n/a"]),
+      ),
+    );
+  }
+  if (r.profile) {
+    out.push("", `## Profile: ${r.profile.target} (${n(r.profile.reqPerSec)} req/s under h2load, ${n(r.profile.totalMs)} ms sampled)`, "");
+    out.push(mdTable(["self %", "function", "where"], r.profile.top.slice(0, 20).map((x) => [n(x.selfPct, 1), x.fn, x.where])));
+    out.push("", mdTable(["package", "self %"], r.profile.byPackage.map((x) => [x.pkg, n(x.selfPct, 1)])));
+  }
+  for (const s of r.servers) for (const note of s.notes) out.push(`note (${s.label}): ${note}`);
+  if (r.targets.length) {
+    out.push("", "## Targets", "");
+    out.push(
+      mdTable(
+        ["target", "measured", "limit", "result"],
+        r.targets.map((t) => [t.what, t.measured, t.limit, t.pass === null ? "n/a" : t.pass ? "PASS" : "FAIL"]),
+      ),
+    );
+  }
+  return out.join("\n") + "\n";
+}

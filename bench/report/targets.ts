@@ -1,0 +1,101 @@
+// The issue's targets, evaluated from one run's results (ratios within the run).
+import type { BenchResult, ServerResult, TargetCheck } from "./types.js";
+
+const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "n/a");
+const pass = (ok: boolean, ...inputs: number[]) => (inputs.every(Number.isFinite) ? ok : null);
+
+export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugins">): TargetCheck[] {
+  const by = (id: string): ServerResult | undefined => r.servers.find((s) => s.id === id && s.available);
+  const pg = by("probegate");
+  const gj = by("grpc-js");
+  const raw = by("node-http2-raw");
+  const out: TargetCheck[] = [];
+
+  const tp = (s?: ServerResult) => s?.throughput?.h2.reqPerSec ?? NaN;
+  const vsGj = tp(pg) / tp(gj);
+  out.push({
+    id: "throughput-vs-grpc-js",
+    what: "gRPC Probe throughput vs @grpc/grpc-js (h2load c8 m4, TCP h2c)",
+    measured: `${f(vsGj)}× (${f(tp(pg), 0)} vs ${f(tp(gj), 0)} req/s)`,
+    limit: "≥ 1.00×",
+    pass: pass(vsGj >= 1, vsGj),
+  });
+  const vsRaw = tp(pg) / tp(raw);
+  out.push({
+    id: "throughput-vs-raw-http2",
+    what: "gRPC Probe throughput vs raw node:http2 canned",
+    measured: `${f(vsRaw)}× (${f(tp(pg), 0)} vs ${f(tp(raw), 0)} req/s)`,
+    limit: "≥ 0.75×",
+    pass: pass(vsRaw >= 0.75, vsRaw),
+  });
+  const cpu1 = (s?: ServerResult) => s?.singleClient?.cpuPerReqUs ?? NaN;
+  const cpuRatio = cpu1(pg) / cpu1(gj);
+  out.push({
+    id: "cpu-per-probe-vs-grpc-js",
+    what: "server CPU per Probe vs @grpc/grpc-js (1 connection, 1 stream)",
+    measured: `${f(cpuRatio)}× (${f(cpu1(pg), 1)} vs ${f(cpu1(gj), 1)} µs)`,
+    limit: "≤ 1.20×",
+    pass: pass(cpuRatio <= 1.2, cpuRatio),
+  });
+  const nc1000 = pg?.newconn.find((x) => x.rate === 1000);
+  const p99 = (nc1000?.result.latency.p99 ?? NaN) / 1000;
+  const errs = nc1000?.result.errors ?? NaN;
+  out.push({
+    id: "p99-newconn-1000",
+    what: "p99 latency, new connection per probe at 1,000 probes/s (unix socket)",
+    measured: `${f(p99, 3)} ms (${f(errs, 0)} errors)`,
+    limit: "≤ 2 ms, no errors",
+    pass: pass(p99 <= 2 && errs === 0, p99, errs),
+  });
+  const execCpu = r.exec.find((e) => e.label.startsWith("compiled"))?.result.cpuPerRunUs ?? NaN;
+  const pgCpu = nc1000?.serverCpuPerProbeUs ?? NaN;
+  const execRatio = execCpu / pgCpu;
+  out.push({
+    id: "cpu-vs-exec-script",
+    what: "CPU per probe: exec-style script (compiled fake lnetctl) / probegate (new conn, 1,000/s)",
+    measured: `${f(execRatio, 0)}× (${f(execCpu, 0)} vs ${f(pgCpu, 1)} µs)`,
+    limit: "≥ 100×",
+    pass: pass(execRatio >= 100, execRatio),
+  });
+  const m = pg?.memory;
+  const rssMax = m ? Math.max(m.rssStartMiB, m.rss100kMiB, m.rss200kMiB) : pg?.rssStartMiB ?? NaN;
+  out.push({
+    id: "rss",
+    what: `probegate RSS with bundled plugins loaded (max of start and after ${m ? m.probesPerPhase / 1000 : 100}k, ${m ? (2 * m.probesPerPhase) / 1000 : 200}k probes)`,
+    measured: `${f(rssMax, 1)} MiB`,
+    limit: "≤ 64 MiB",
+    pass: pass(rssMax <= 64, rssMax),
+  });
+  const growth = m?.growthPct ?? NaN;
+  out.push({
+    id: "rss-growth",
+    what: `RSS growth between ${m ? m.probesPerPhase / 1000 : 100}k and ${m ? (2 * m.probesPerPhase) / 1000 : 200}k probes`,
+    measured: m ? `${f(growth, 1)}% (${f(m.rss100kMiB, 1)} → ${f(m.rss200kMiB, 1)} MiB)` : "n/a",
+    limit: "< 5%",
+    pass: pass(growth < 5, growth),
+  });
+  const plugins = r.plugins?.plugins ?? [];
+  if (plugins.length === 0) {
+    out.push({ id: "plugin-16", what: "each bundled plugin at 16 NIs", measured: "no plugins found", limit: "≤ 100 µs", pass: null });
+    out.push({ id: "plugin-linear", what: "plugin cost linear in input size", measured: "no plugins found", limit: "t(1024)/t(256) ≤ 6", pass: null });
+  }
+  for (const p of plugins) {
+    const t16 = p.points.find((x) => x.nis === 16)?.medianUs ?? NaN;
+    out.push({
+      id: `plugin-16:${p.name}`,
+      what: `plugin ${p.name} check() at 16 NIs (raw, median)`,
+      measured: p.error ? `error: ${p.error}` : `${f(t16, 1)} µs`,
+      limit: "≤ 100 µs",
+      pass: pass(t16 <= 100, t16),
+    });
+    const g = p.growth1024over256;
+    out.push({
+      id: `plugin-linear:${p.name}`,
+      what: `plugin ${p.name} linear in input size: t(1024 NIs)/t(256 NIs)`,
+      measured: `${f(g)}× (linear = 4×, quadratic = 16×)`,
+      limit: "≤ 6×",
+      pass: pass(g <= 6, g),
+    });
+  }
+  return out;
+}

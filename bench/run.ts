@@ -1,0 +1,393 @@
+// probegate benchmark orchestrator: `npm run bench [-- --quick] [-- --only SECTION[,SECTION]]`.
+// Sections: memory, newconn, throughput, http, exec, plugins (default: all of them), profile (only on request).
+// Every server is its own process; every load generator is its own process; the
+// server's CPU is read from /proc/<pid>/stat around the measured window.
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { ExecParams, ExecResult } from "./load/exec-runner.js";
+import { type H2loadParams, h2loadAvailable, h2loadVersion, runH2load } from "./load/h2load.js";
+import type { NewConnParams, NewConnResult } from "./load/newconn-client.js";
+import type { PluginCostParams, PluginCostResult } from "./load/plugin-cost.js";
+import { probeNewConnection } from "./load/probe-client.js";
+import { PROBE_PATH, PROBE_REQUEST_FRAME } from "./lib/grpc.js";
+import { freePort, sleep } from "./lib/net.js";
+import { repoRoot } from "./lib/paths.js";
+import { clockTicks, cpuDelta, cpuSample, rssBytes } from "./lib/proc.js";
+import { type RunningServer, killAll, startServer } from "./lib/server.js";
+import { summarizeProfile } from "./report/profile.js";
+import { renderSvg } from "./report/svg.js";
+import { renderReport } from "./report/table.js";
+import { evaluateTargets } from "./report/targets.js";
+import type { BenchResult, ExecRow, H2Row, NewConnRow, ProfileResult, ServerResult } from "./report/types.js";
+import { TARGETS, type ServerTarget } from "./targets.js";
+
+const ALL_SECTIONS = ["memory", "newconn", "throughput", "http", "exec", "plugins"] as const;
+const EXTRA_SECTIONS = ["profile"] as const;
+type Section = (typeof ALL_SECTIONS)[number] | (typeof EXTRA_SECTIONS)[number];
+
+interface Options {
+  quick: boolean;
+  sections: Set<Section>;
+  targets: string[] | null;
+}
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = { quick: false, sections: new Set(ALL_SECTIONS), targets: null };
+  let only: Section[] | null = null;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = () => {
+      const v = a.includes("=") ? a.slice(a.indexOf("=") + 1) : argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === "--quick") o.quick = true;
+    else if (a === "--only" || a.startsWith("--only=")) {
+      only ??= [];
+      for (const s of val().split(",")) {
+        if (![...ALL_SECTIONS, ...EXTRA_SECTIONS].includes(s as Section)) throw new Error(`unknown section ${s}`);
+        only.push(s as Section);
+      }
+    } else if (a === "--targets" || a.startsWith("--targets=")) o.targets = val().split(",");
+    else if (a === "--help" || a === "-h") {
+      process.stdout.write(
+        `usage: node dist/bench/run.js [--quick] [--only ${[...ALL_SECTIONS, ...EXTRA_SECTIONS].join("|")}[,...]] [--targets ${TARGETS.map((t) => t.id).join(",")}]\n`,
+      );
+      process.exit(0);
+    } else throw new Error(`unknown argument ${a}`);
+  }
+  if (only) o.sections = new Set(only);
+  return o;
+}
+
+/** How much of everything, by mode. */
+function plan(quick: boolean) {
+  return quick
+    ? {
+        rates: [1, 100, 1000],
+        duration: { 1: 5, 100: 3, 1000: 4 } as Record<number, number>,
+        warmup: { 1: 0, 100: 1, 1000: 1 } as Record<number, number>,
+        peerRates: [1000],
+        throughputN: 20_000,
+        singleN: 5_000,
+        httpN: 10_000,
+        execRuns: { compiled: 20, node: 5 },
+        pluginBudgetMs: 60,
+        memoryPerPhase: 20_000, // quick: 20k + 20k (full runs do 100k + 100k)
+        memoryPeers: false,
+        profileN: 20_000,
+      }
+    : {
+        rates: [1, 100, 1000],
+        duration: { 1: 30, 100: 10, 1000: 15 } as Record<number, number>,
+        warmup: { 1: 0, 100: 2, 1000: 2 } as Record<number, number>,
+        peerRates: [1, 100, 1000],
+        throughputN: 200_000,
+        singleN: 30_000,
+        httpN: 50_000,
+        execRuns: { compiled: 100, node: 20 },
+        pluginBudgetMs: 300,
+        memoryPerPhase: 100_000,
+        memoryPeers: true,
+        profileN: 60_000,
+      };
+}
+type Plan = ReturnType<typeof plan>;
+
+const root = repoRoot();
+const dist = (...p: string[]) => path.join(root, "dist", "bench", ...p);
+const MiB = 1024 * 1024;
+const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+
+/** Runs a child node script; resolves with its last stdout line parsed as JSON. Calls onLine for other lines. */
+function runChild<T>(script: string, arg: unknown, onLine: (l: string) => void = () => {}): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [script, JSON.stringify(arg)], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    let buf = "";
+    let last = "";
+    let err = "";
+    p.stdout.on("data", (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line.startsWith("{")) last = line;
+        else onLine(line);
+      }
+    });
+    p.stderr.on("data", (d) => (err = (err + d).slice(-3000)));
+    p.on("error", reject);
+    p.on("close", (code) => {
+      if (code !== 0 || !last) reject(new Error(`${path.basename(script)} exited ${code}: ${err}`));
+      else resolve(JSON.parse(last) as T);
+    });
+  });
+}
+
+async function measureNewConn(s: RunningServer, rate: number, pl: Plan): Promise<NewConnRow> {
+  const pollers = Math.max(1, rate * 10); // kubelet periodSeconds default: 10 s per poller
+  const params: NewConnParams = {
+    dial: { socketPath: s.ctx.socket },
+    rate,
+    durationSec: pl.duration[rate] ?? 5,
+    warmupSec: pl.warmup[rate] ?? 1,
+    pollers,
+    timeoutMs: 3000,
+  };
+  let a = cpuSample(s.pid);
+  let b = a;
+  const result = await runChild<NewConnResult>(dist("load/newconn-client.js"), params, (l) => {
+    if (l === "MEASURE") a = cpuSample(s.pid);
+    else if (l === "END") b = cpuSample(s.pid);
+  });
+  const d = cpuDelta(a, b);
+  return { rate, pollers, result, serverCpuSec: d.cpuSec, serverSchedSec: d.schedSec, serverCpuPerProbeUs: (d.cpuSec / Math.max(1, result.sent)) * 1e6 };
+}
+
+async function measureH2(s: RunningServer, name: string, p: H2loadParams, warm = Math.min(2000, p.requests)): Promise<H2Row> {
+  if (warm > 0) await runH2load({ ...p, requests: warm });
+  const a = cpuSample(s.pid);
+  const h2 = await runH2load(p);
+  const b = cpuSample(s.pid);
+  const d = cpuDelta(a, b);
+  return { name, h2, serverCpuSec: d.cpuSec, cpuPerReqUs: (d.cpuSec / Math.max(1, h2.total)) * 1e6, serverCores: d.cpuSec / d.wallSec };
+}
+
+let tmp = "";
+function tmpDir(): string {
+  if (!tmp) tmp = fs.mkdtempSync(path.join(os.tmpdir(), "probegate-bench-"));
+  return tmp;
+}
+
+function grpcBodyFile(): string {
+  const f = path.join(tmpDir(), "probe.bin");
+  if (!fs.existsSync(f)) fs.writeFileSync(f, PROBE_REQUEST_FRAME);
+  return f;
+}
+function jsonBodyFile(): string {
+  const f = path.join(tmpDir(), "probe.json");
+  if (!fs.existsSync(f)) fs.writeFileSync(f, "{}");
+  return f;
+}
+const GRPC_HEADERS = ["content-type: application/grpc", "te: trailers"];
+
+async function checkHttp1(port: number, pathName: string, json: boolean): Promise<string | null> {
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}${pathName}`, json ? { method: "POST", headers: { "content-type": "application/json" }, body: "{}" } : {});
+    const body = await r.text();
+    if (r.status !== 200) return `${pathName}: HTTP ${r.status} ${body.slice(0, 200)}`;
+    if (json && !/"ready"\s*:\s*true/.test(body) && body.trim() !== "{}") return `${pathName}: unexpected body ${body.slice(0, 200)}`;
+    return null;
+  } catch (e) {
+    return `${pathName}: ${(e as Error).message}`;
+  }
+}
+
+async function benchServer(t: ServerTarget, o: Options, pl: Plan, haveH2load: boolean): Promise<ServerResult> {
+  const res: ServerResult = { id: t.id, label: t.label, role: t.role, available: false, notes: [], newconn: [], http: [] };
+  const port = await freePort();
+  const ctx = { root, socket: path.join(tmpDir(), `${t.id}.sock`), port, httpPort: t.sharedHttpPort ? port : await freePort() };
+  let s: RunningServer;
+  log(`${t.label}: starting`);
+  try {
+    s = await startServer(t, ctx);
+  } catch (e) {
+    res.error = (e as Error).message;
+    log(`${t.label}: not available: ${res.error}`);
+    return res;
+  }
+  res.available = true;
+  res.notes.push(...s.notes);
+  try {
+    await sleep(500);
+    res.rssStartMiB = rssBytes(s.pid) / MiB;
+    const tcpCheck = await probeNewConnection({ host: "127.0.0.1", port: ctx.port });
+    if (!tcpCheck.ok) res.notes.push(`gRPC Probe over TCP failed: ${tcpCheck.error}`);
+    const grpcUrl = `http://127.0.0.1:${ctx.port}${PROBE_PATH}`;
+    const grpcLoad = (clients: number, streams: number, requests: number): H2loadParams => ({
+      url: grpcUrl, clients, streams, requests, headers: GRPC_HEADERS, dataFile: grpcBodyFile(),
+    });
+    if (o.sections.has("memory") && haveH2load && (t.role === "subject" || pl.memoryPeers)) {
+      log(`${t.label}: memory (${pl.memoryPerPhase} probes × 2)`);
+      const start = res.rssStartMiB;
+      await runH2load(grpcLoad(8, 4, pl.memoryPerPhase));
+      await sleep(300);
+      const r1 = rssBytes(s.pid) / MiB;
+      await runH2load(grpcLoad(8, 4, pl.memoryPerPhase));
+      await sleep(300);
+      const r2 = rssBytes(s.pid) / MiB;
+      res.memory = { rssStartMiB: start, rss100kMiB: r1, rss200kMiB: r2, growthPct: ((r2 - r1) / r1) * 100, probesPerPhase: pl.memoryPerPhase };
+    }
+    if (o.sections.has("newconn")) {
+      for (const rate of t.role === "subject" ? pl.rates : pl.peerRates) {
+        log(`${t.label}: new connection per probe at ${rate}/s`);
+        res.newconn.push(await measureNewConn(s, rate, pl));
+      }
+    }
+    if (o.sections.has("throughput") && haveH2load && tcpCheck.ok) {
+      log(`${t.label}: throughput`);
+      res.throughput = await measureH2(s, "gRPC Probe c8 m4", grpcLoad(8, 4, pl.throughputN));
+      res.singleClient = await measureH2(s, "gRPC Probe c1 m1", grpcLoad(1, 1, pl.singleN), 500);
+    }
+    if (o.sections.has("http") && haveH2load) {
+      const base = `http://127.0.0.1:${ctx.httpPort}`;
+      if (t.http.healthz) {
+        const bad = await checkHttp1(ctx.httpPort, "/healthz", false);
+        if (bad) res.notes.push(bad);
+        else {
+          log(`${t.label}: HTTP/1.1 /healthz`);
+          res.http.push(await measureH2(s, "GET /healthz", { url: `${base}/healthz`, clients: 8, streams: 1, requests: pl.httpN, h1: true }));
+        }
+      }
+      if (t.http.connectJson) {
+        const bad = await checkHttp1(ctx.httpPort, PROBE_PATH, true);
+        if (bad) res.notes.push(bad);
+        else {
+          log(`${t.label}: HTTP/1.1 Connect JSON Probe`);
+          res.http.push(
+            await measureH2(s, "POST Probe (Connect JSON)", {
+              url: `${base}${PROBE_PATH}`, clients: 8, streams: 1, requests: pl.httpN, h1: true,
+              headers: ["content-type: application/json"], dataFile: jsonBodyFile(),
+            }),
+          );
+        }
+      }
+    }
+  } catch (e) {
+    res.notes.push(`aborted: ${(e as Error).message}`);
+    log(`${t.label}: aborted: ${(e as Error).message}`);
+  } finally {
+    await s.stop();
+  }
+  return res;
+}
+
+/** Builds the compiled fake lnetctl/lctl (bench/fixtures/fake-lnet.c) with cc. */
+function buildCompiledFake(): string | { error: string } {
+  const bin = path.join(tmpDir(), "cfake");
+  fs.mkdirSync(bin, { recursive: true });
+  const r = spawnSync("cc", ["-O2", "-o", path.join(bin, "lnetctl"), path.join(root, "bench/fixtures/fake-lnet.c")], { encoding: "utf8" });
+  if (r.status !== 0) return { error: `cc failed: ${r.error?.message ?? r.stderr}` };
+  fs.copyFileSync(path.join(bin, "lnetctl"), path.join(bin, "lctl"));
+  fs.chmodSync(path.join(bin, "lctl"), 0o755);
+  return bin;
+}
+
+async function benchExec(pl: Plan): Promise<ExecRow[]> {
+  const demoBin = path.join(root, "gateway/demo/bin");
+  const demoScenario = path.join(root, "gateway/demo/scenarios/healthy");
+  const scenario = fs.existsSync(path.join(demoScenario, "net_show.out")) ? demoScenario : path.join(root, "bench/fixtures/healthy");
+  const script = path.join(root, "bench/peers/exec-readiness.sh");
+  const rows: ExecRow[] = [];
+  const compiled = buildCompiledFake();
+  const runs: { label: string; bin: string; n: number }[] = [];
+  if (typeof compiled === "string") runs.push({ label: "compiled C fake (like a real lnetctl)", bin: compiled, n: pl.execRuns.compiled });
+  else log(`exec: ${compiled.error}`);
+  const nodeBin = fs.existsSync(path.join(demoBin, "lnetctl")) ? demoBin : path.join(root, "bench/fixtures/node-fake");
+  runs.push({ label: `Node fake (${path.relative(root, nodeBin)})`, bin: nodeBin, n: pl.execRuns.node });
+  for (const r of runs) {
+    log(`exec: ${r.label}, ${r.n} runs`);
+    const params: ExecParams = { script, fakeBin: r.bin, scenario, iterations: r.n };
+    const result = await runChild<ExecResult>(dist("load/exec-runner.js"), params);
+    rows.push({ label: r.label, result });
+  }
+  return rows;
+}
+
+async function benchProfile(pl: Plan): Promise<ProfileResult | undefined> {
+  const t = TARGETS.find((x) => x.id === "connect-naive")!;
+  const dir = path.join(tmpDir(), "prof");
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const ctx = { root, socket: path.join(tmpDir(), "prof.sock"), port, httpPort: await freePort() };
+  const s = await startServer(t, ctx, ["--cpu-prof", `--cpu-prof-dir=${dir}`]);
+  let rps = NaN;
+  try {
+    const p: H2loadParams = { url: `http://127.0.0.1:${port}${PROBE_PATH}`, clients: 8, streams: 4, requests: pl.profileN, headers: GRPC_HEADERS, dataFile: grpcBodyFile() };
+    rps = (await runH2load(p)).reqPerSec;
+  } finally {
+    await s.stop();
+  }
+  const file = fs.readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+  if (!file) return undefined;
+  const saved = path.join(root, "bench/results/connect-naive.cpuprofile.summary.json");
+  const sum = summarizeProfile(JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")), 30);
+  const out: ProfileResult = { target: t.label, reqPerSec: rps, ...sum, file: path.relative(root, saved) };
+  fs.writeFileSync(saved, JSON.stringify(out, null, 2) + "\n");
+  return out;
+}
+
+function cpuModel(): string {
+  return os.cpus()[0]?.model?.trim() ?? "unknown";
+}
+
+async function main(): Promise<number> {
+  const o = parseArgs(process.argv.slice(2));
+  const pl = plan(o.quick);
+  const t0 = Date.now();
+  const startedAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const haveH2load = h2loadAvailable();
+  if (!haveH2load) log("h2load not found (apt-get install -y nghttp2-client): persistent-connection sections skipped");
+  const result: BenchResult = {
+    meta: {
+      startedAt, finishedAt: "", quick: o.quick, sections: [...o.sections], node: process.version, cpus: os.cpus().length,
+      cpuModel: cpuModel(), h2load: haveH2load ? h2loadVersion() : "", clockTicks: clockTicks(),
+    },
+    servers: [],
+    exec: [],
+    targets: [],
+  };
+  const serverSections = ["memory", "newconn", "throughput", "http"].some((x) => o.sections.has(x as Section));
+  if (serverSections) {
+    for (const t of TARGETS.filter((x) => !o.targets || o.targets.includes(x.id))) result.servers.push(await benchServer(t, o, pl, haveH2load));
+  }
+  if (o.sections.has("exec")) result.exec = await benchExec(pl);
+  if (o.sections.has("plugins")) {
+    log("plugins: per-call cost");
+    const params: PluginCostParams = { pluginsDir: path.join(root, "dist/plugins"), sizes: [1, 16, 256, 1024], budgetMs: pl.pluginBudgetMs, engineCounts: [1, 8, 32] };
+    try {
+      result.plugins = await runChild<PluginCostResult>(dist("load/plugin-cost.js"), params);
+    } catch (e) {
+      log(`plugins: ${(e as Error).message}`);
+    }
+  }
+  if (o.sections.has("profile") && haveH2load) {
+    log("profile: naive connect-node under h2load with --cpu-prof");
+    result.profile = await benchProfile(pl);
+  }
+  result.targets = o.sections.size >= ALL_SECTIONS.length ? evaluateTargets(result) : evaluateTargets(result).filter((x) => !x.measured.startsWith("n/a") && x.pass !== null);
+  result.meta.finishedAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+
+  const outDir = path.join(root, "bench/results");
+  fs.mkdirSync(outDir, { recursive: true });
+  const complete = ALL_SECTIONS.every((x) => o.sections.has(x)) && !o.targets;
+  // A partial run (--only/--targets) never replaces latest.*: it writes latest-<sections>.*.
+  const tag = complete ? "" : `-${[...o.sections].join("+")}`;
+  const stamp = `${startedAt.replace(/:/g, "-")}${o.quick ? "-quick" : ""}${tag}`;
+  const json = JSON.stringify(result, (_k, v) => (typeof v === "number" && !Number.isFinite(v) ? null : v), 2) + "\n";
+  const report = renderReport(result);
+  fs.writeFileSync(path.join(outDir, `${stamp}.json`), json);
+  fs.writeFileSync(path.join(outDir, `latest${tag}.json`), json);
+  fs.writeFileSync(path.join(outDir, `latest${tag}.md`), report);
+  if (result.servers.some((s) => s.newconn.length)) fs.writeFileSync(path.join(outDir, `latest${tag}.svg`), renderSvg(result));
+  process.stdout.write(report);
+  log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s; wrote bench/results/latest${tag}.{json,md${result.servers.some((s) => s.newconn.length) ? ",svg" : ""}} and ${stamp}.json`);
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  return 0;
+}
+
+process.on("SIGINT", () => {
+  killAll();
+  process.exit(130);
+});
+main().then(
+  (c) => process.exit(c),
+  (e) => {
+    killAll();
+    process.stderr.write(`bench failed: ${e?.stack ?? e}\n`);
+    process.exit(1);
+  },
+);

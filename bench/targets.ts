@@ -1,0 +1,86 @@
+// The servers under test. probegate is one config entry like the peers; change
+// its arguments here (or with PROBEGATE_BENCH_ARGS, whitespace-separated, which
+// replaces `extraArgs`) without touching the harness.
+
+export interface ServerCtx {
+  root: string;
+  socket: string;
+  /** TCP port for gRPC h2c */
+  port: number;
+  /** TCP port for HTTP/1.1 (may equal port when one port sniffs both) */
+  httpPort: number;
+}
+
+export interface ServerTarget {
+  id: string;
+  label: string;
+  role: "subject" | "peer";
+  /** true when gRPC h2c and HTTP/1.1 share one port (probegate's --http-endpoint sniffs) */
+  sharedHttpPort: boolean;
+  /** HTTP/1.1 paths to load, if any */
+  http: { healthz: boolean; connectJson: boolean };
+  /** "stdout": wait for a READY line; "probe": poll Probe on the socket until it answers ready */
+  readiness: "stdout" | "probe";
+  command(ctx: ServerCtx): { cmd: string; args: string[]; env?: Record<string, string> };
+}
+
+const node = process.execPath;
+
+export const PROBEGATE_EXTRA_ARGS = process.env.PROBEGATE_BENCH_ARGS?.trim()
+  ? process.env.PROBEGATE_BENCH_ARGS.trim().split(/\s+/)
+  : ["--demo", "healthy"];
+
+export const TARGETS: ServerTarget[] = [
+  {
+    id: "probegate",
+    label: "probegate",
+    role: "subject",
+    sharedHttpPort: true,
+    http: { healthz: true, connectJson: true },
+    readiness: "probe",
+    command: (c) => ({
+      cmd: node,
+      args: [
+        "bin/probegate.js",
+        "--csi-endpoint", `unix://${c.socket}`,
+        "--http-endpoint", `127.0.0.1:${c.port}`,
+        "--plugins-dir", "dist/plugins",
+        "--log-level", "warn",
+        ...PROBEGATE_EXTRA_ARGS,
+      ],
+    }),
+  },
+  {
+    id: "grpc-js",
+    label: "@grpc/grpc-js",
+    role: "peer",
+    sharedHttpPort: false,
+    http: { healthz: false, connectJson: false },
+    readiness: "stdout",
+    command: (c) => ({ cmd: node, args: ["dist/bench/peers/grpcjs.js", "--socket", c.socket, "--port", String(c.port)] }),
+  },
+  {
+    id: "node-http2-raw",
+    label: "raw node:http2 (canned)",
+    role: "peer",
+    sharedHttpPort: false,
+    http: { healthz: true, connectJson: true },
+    readiness: "stdout",
+    command: (c) => ({
+      cmd: node,
+      args: ["dist/bench/peers/raw-h2.js", "--socket", c.socket, "--port", String(c.port), "--http-port", String(c.httpPort)],
+    }),
+  },
+  {
+    id: "connect-naive",
+    label: "naive connect-node",
+    role: "peer",
+    sharedHttpPort: false,
+    http: { healthz: false, connectJson: true },
+    readiness: "stdout",
+    command: (c) => ({
+      cmd: node,
+      args: ["dist/bench/peers/connect-naive.js", "--socket", c.socket, "--port", String(c.port), "--http-port", String(c.httpPort)],
+    }),
+  },
+];

@@ -1,0 +1,116 @@
+// Timing-free checks of the report: table, targets and SVG from a synthetic result.
+import { describe, expect, it } from "vitest";
+import { parseBashTimes, parseH2load } from "../load/h2load.js";
+import { netShow, pluginInput } from "../lib/lnet-inputs.js";
+import { renderSvg } from "../report/svg.js";
+import { mdTable, renderReport } from "../report/table.js";
+import { evaluateTargets } from "../report/targets.js";
+import type { BenchResult, ServerResult } from "../report/types.js";
+
+const lat = (p50: number) => ({
+  count: 100, p50, p90: p50 * 2, p99: p50 * 3, p999: p50 * 4, max: p50 * 5, mean: p50,
+  curve: [[50, p50], [90, p50 * 2], [99, p50 * 3], [99.9, p50 * 4]] as [number, number][],
+});
+const h2 = (rps: number) => ({
+  args: [], finishedSec: 1, reqPerSec: rps, total: 1000, succeeded: 1000, failed: 0, errored: 0, timeout: 0, status2xx: 1000,
+  reqTimeUs: { min: 1, max: 2, mean: 1.5, sd: 0.1 }, clientCpuSec: 0.1, raw: "",
+});
+const server = (id: string, rps: number, cpu: number, p50: number): ServerResult => ({
+  id, label: id === "node-http2-raw" ? "raw <node:http2> & co" : id, role: id === "probegate" ? "subject" : "peer", available: true, notes: [],
+  newconn: [1, 1000].map((rate) => ({
+    rate, pollers: rate * 10, serverCpuSec: 1, serverSchedSec: 1, serverCpuPerProbeUs: cpu,
+    result: {
+      params: { dial: { socketPath: "/x" }, rate, durationSec: 1, warmupSec: 0, pollers: 10, timeoutMs: 1 },
+      latency: lat(p50), latencyFromSchedule: lat(p50), clientLag: lat(10), sent: 100, ok: 100, notReady: 0, errors: 0,
+      errorSamples: [], achievedRate: rate, clientCpuSec: 0.1, measuredWallSec: 1,
+    },
+  })),
+  throughput: { name: "t", h2: h2(rps), serverCpuSec: 1, cpuPerReqUs: cpu, serverCores: 1 },
+  singleClient: { name: "s", h2: h2(rps / 2), serverCpuSec: 1, cpuPerReqUs: cpu, serverCores: 1 },
+  http: [],
+  memory: id === "probegate" ? { rssStartMiB: 40, rss100kMiB: 50, rss200kMiB: 51, growthPct: 2, probesPerPhase: 100_000 } : undefined,
+});
+
+function sample(): BenchResult {
+  const r: BenchResult = {
+    meta: { startedAt: "2025-01-01T00:00:00Z", finishedAt: "2025-01-01T00:01:00Z", quick: true, sections: ["newconn"], node: "v20", cpus: 2, cpuModel: "x", h2load: "h2load", clockTicks: 100 },
+    servers: [server("probegate", 30000, 50, 400), server("grpc-js", 20000, 100, 600), server("node-http2-raw", 35000, 40, 300)],
+    exec: [{ label: "compiled C fake", result: { params: { script: "s", fakeBin: "b", scenario: "c", iterations: 10 }, wall: lat(20000), cpuPerRunUs: 20000, failures: 0, firstOutput: "ready" } }],
+    targets: [],
+  };
+  r.targets = evaluateTargets(r);
+  return r;
+}
+
+describe("report", () => {
+  it("evaluates the targets from ratios within the run", () => {
+    const t = Object.fromEntries(sample().targets.map((x) => [x.id, x]));
+    expect(t["throughput-vs-grpc-js"].pass).toBe(true);
+    expect(t["throughput-vs-raw-http2"].pass).toBe(true); // 30000/35000 = 0.86
+    expect(t["cpu-per-probe-vs-grpc-js"].pass).toBe(true);
+    expect(t["p99-newconn-1000"].pass).toBe(true); // 1.2 ms
+    expect(t["cpu-vs-exec-script"].pass).toBe(true); // 400×
+    expect(t["rss"].pass).toBe(true);
+    expect(t["rss-growth"].pass).toBe(true);
+    expect(t["plugin-16"].pass).toBeNull();
+  });
+
+  it("marks targets it cannot measure as n/a, not pass", () => {
+    const r = sample();
+    r.servers = r.servers.filter((s) => s.id !== "probegate");
+    const t = evaluateTargets(r);
+    expect(t.every((x) => x.pass === null)).toBe(true);
+  });
+
+  it("renders aligned Markdown tables with every target", () => {
+    const text = renderReport(sample());
+    expect(text).toContain("## Targets");
+    expect(text).toMatch(/\| PASS +\|/);
+    const table = mdTable(["a", "bb"], [[1, "x"], ["long cell", 2]]);
+    const widths = new Set(table.split("\n").map((l) => l.length));
+    expect(widths.size).toBe(1);
+  });
+
+  it("writes a well-formed SVG with one panel per rate and escaped labels", () => {
+    const svg = renderSvg(sample());
+    expect(svg.startsWith("<svg xmlns=\"http://www.w3.org/2000/svg\"")).toBe(true);
+    expect(svg.trim().endsWith("</svg>")).toBe(true);
+    expect(svg.match(/<g class="panel"/g)?.length).toBe(2);
+    expect(svg).toContain("raw &lt;node:http2&gt; &amp; co");
+    expect(svg).not.toMatch(/NaN|undefined|Infinity/);
+    // every element opened is closed (self-closing or paired)
+    const opens = (svg.match(/<(g|svg|text)[\s>]/g) ?? []).length;
+    const closes = (svg.match(/<\/(g|svg|text)>/g) ?? []).length;
+    expect(opens).toBe(closes);
+  });
+});
+
+describe("h2load output", () => {
+  it("parses the summary and bash times", () => {
+    const out = `finished in 1.23s, 16260.16 req/s, 381.10KB/s
+requests: 20000 total, 20000 started, 20000 done, 19990 succeeded, 10 failed, 0 errored, 0 timeout
+status codes: 19990 2xx, 0 3xx, 0 4xx, 10 5xx
+time for request:      123us      4.56ms       456us       234us    89.12%
+`;
+    const r = parseH2load(out);
+    expect(r.reqPerSec).toBe(16260.16);
+    expect(r.failed).toBe(10);
+    expect(r.status2xx).toBe(19990);
+    expect(r.reqTimeUs.max).toBeCloseTo(4560);
+    expect(parseBashTimes("0m0.001s 0m0.002s\n0m1.200s 0m0.300s\n")).toBeCloseTo(1.5);
+  });
+});
+
+describe("synthetic LNet inputs", () => {
+  it("net show has N non-loopback NIs plus 0@lo", () => {
+    const y = netShow(40);
+    expect(y.match(/- nid: /g)?.length).toBe(41);
+    expect(y).toContain("- nid: 0@lo");
+    expect(y).toContain("net type: tcp2");
+  });
+  it("plugin input carries only the listed sources", () => {
+    const j = JSON.parse(pluginInput(16, ["lnetctl.net_show"]));
+    expect(Object.keys(j.sources)).toEqual(["lnetctl.net_show"]);
+    expect(j.facts["lnet.selfNid"]).toMatch(/@tcp$/);
+  });
+});

@@ -1,0 +1,257 @@
+// Issues 3 and 4 end to end: a real gateway process, fake lnetctl/lctl on PATH,
+// fake procfs/sysfs trees, the bundled plugins, real clients.
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import fs from "node:fs";
+import http2 from "node:http2";
+import net from "node:net";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Identity } from "../gen/csi/v1/csi_pb.js";
+import { fakeLnet, type FakeLnet, type FakeLnetSpec } from "./helpers/fake-lnet.js";
+import { ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
+import { grpcJsClient, unary } from "./helpers/grpc-js-client.js";
+import { compileHostile } from "./hostile/build.js";
+
+const BUNDLED = path.join(ROOT, "dist", "plugins");
+const NODE_PLUGINS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces"];
+const fixture = (p: string) => fs.readFileSync(path.join(ROOT, "plugins", "fixtures", p), "utf8");
+
+const running: GatewayProcess[] = [];
+const nodes: FakeLnet[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((g) => g.stop()));
+  for (const n of nodes.splice(0)) n.cleanup();
+});
+
+async function gatewayOn(spec: FakeLnetSpec, extra: string[] = [], env: NodeJS.ProcessEnv = {}) {
+  const node = fakeLnet(spec);
+  nodes.push(node);
+  const gw = await startGatewayProcess(
+    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", "--log-level=info", ...extra],
+    { env: { ...node.env, ...env } },
+  );
+  running.push(gw);
+  return { node, gw };
+}
+
+async function readyz(gw: GatewayProcess, query = "?verbose") {
+  const res = await fetch(`http://${gw.http}/readyz${query}`);
+  return { status: res.status, text: await res.text() };
+}
+
+/** Polls /readyz until `pred` holds; the timeout is generous because CI machines are shared. */
+async function until(gw: GatewayProcess, pred: (r: { status: number; text: string }) => boolean, what: string, timeoutMs = 20_000) {
+  const start = Date.now();
+  let last = { status: 0, text: "" };
+  while (Date.now() - start < timeoutMs) {
+    last = await readyz(gw);
+    if (pred(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}; last /readyz?verbose:\n${last.text}`);
+}
+
+const evaluated = (r: { text: string }) => !r.text.includes("initializing") && NODE_PLUGINS.every((n) => r.text.includes(`]${n} `));
+
+async function probe(gw: GatewayProcess): Promise<{ ready?: boolean }> {
+  const client = grpcJsClient(Identity, `unix://${gw.socket}`);
+  try {
+    return await unary(client, "probe", {});
+  } finally {
+    client.close();
+  }
+}
+
+describe("node readiness from the bundled plugins", () => {
+  it("a healthy node is ready over every transport, each check ok", async () => {
+    const { gw } = await gatewayOn({ base: "healthy" });
+    const r = await until(gw, (x) => x.status === 200, "ready");
+    for (const n of NODE_PLUGINS) expect(r.text).toContain(`[+]${n} ok`);
+    expect((await probe(gw)).ready).toBe(true);
+    const connect = createClient(Identity, createConnectTransport({ baseUrl: `http://${gw.http}`, httpVersion: "1.1" }));
+    expect((await connect.probe({})).ready).toBe(true);
+    expect(await (await fetch(`http://${gw.http}/healthz`)).text()).toBe("ok");
+
+    const json = await (await fetch(`http://${gw.http}/readyz`, { headers: { accept: "application/json" } })).json();
+    const nets = json.conditions.find((c: { name: string }) => c.name === "lnet-nets");
+    expect(nets).toMatchObject({ status: "pass", probe: "readiness", severity: "required", plugin: { name: "lnet-nets" } });
+    expect(nets.plugin.sha256).toMatch(/^[0-9a-f]{64}$/);
+    for (const k of ["lastTransitionTime", "lastRunTime", "durationMs", "reason", "message"]) expect(nets).toHaveProperty(k);
+  });
+
+  it("every real NI down with loopback up is NOT ready (the reference script says ready here)", async () => {
+    const { gw } = await gatewayOn({ base: "ni-down" });
+    const r = await until(gw, (x) => evaluated(x) && x.status === 503, "not ready");
+    expect(r.text).toMatch(/\[-\]lnet-nets failed: NiDown: .*10\.0\.0\.10@tcp/);
+    expect(r.text).toMatch(/\[-\]net-interfaces failed: .*eth0 \(down\)/);
+    expect(r.text).not.toMatch(/0@lo/);
+    expect((await probe(gw)).ready).toBe(false);
+    expect((await fetch(`http://${gw.http}/healthz`)).status).toBe(503);
+    // Excluding the failing checks for one request makes that request pass, and only that one.
+    const failing = [...r.text.matchAll(/\[-\]([a-z0-9-]+) failed/g)].map((m) => m[1]);
+    expect((await readyz(gw, `?exclude=${failing.join(",")}`)).status).toBe(200);
+    expect((await readyz(gw)).status).toBe(503);
+  });
+
+  it("multi-rail with one NI down names that NI", async () => {
+    const { gw } = await gatewayOn({ base: "healthy", netShow: { out: fixture("net_show/multi-rail-one-down.yaml") } });
+    const r = await until(gw, (x) => evaluated(x) && /\[-\]lnet-nets/.test(x.text), "lnet-nets failing");
+    expect(r.text).toMatch(/\[-\]lnet-nets failed: NiDown: /);
+    expect(r.status).toBe(503);
+  });
+
+  it("a missing lnetctl binary is a failed check naming it, not a crash", async () => {
+    const node = fakeLnet({ base: "healthy" });
+    nodes.push(node);
+    // PATH without the fake tools: nothing named lnetctl or lctl anywhere.
+    const emptyBin = tempDir();
+    const gw = await startGatewayProcess([`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s"], {
+      env: { ...node.env, PATH: emptyBin },
+    });
+    running.push(gw);
+    const r = await until(gw, (x) => evaluated(x), "evaluated");
+    expect(r.status).toBe(503);
+    expect(r.text).toMatch(/\[-\]lnet-nets failed: \w+: .*ENOENT: lnetctl not found on PATH/);
+    expect(r.text).toMatch(/\[-\]lnet-nids failed: \w+: .*ENOENT: lctl not found on PATH/);
+    expect((await probe(gw)).ready).toBe(false);
+  });
+
+  it("missing kernel modules are named; lnet_selftest is not lnet", async () => {
+    const { gw } = await gatewayOn({ base: "healthy", modules: fixture("modules/selftest-only.txt") });
+    const r = await until(gw, (x) => evaluated(x) && /kernel-modules failed/.test(x.text), "kernel-modules failing");
+    expect(r.text).toMatch(/\[-\]kernel-modules failed: \w+: .*\blnet\b/);
+  });
+
+  it("recovers when the node heals, and logs each transition once", async () => {
+    const { gw, node } = await gatewayOn({ base: "ni-down" });
+    await until(gw, (x) => evaluated(x) && x.status === 503, "not ready");
+    node.update({
+      netShow: { out: fs.readFileSync(path.join(ROOT, "gateway/demo/scenarios/healthy/net_show.out"), "utf8") },
+      ping: { out: fs.readFileSync(path.join(ROOT, "gateway/demo/scenarios/healthy/ping.out"), "utf8"), exit: 0 },
+      operstate: { eth0: "up\n" },
+    });
+    fs.rmSync(path.join(node.dir, "ping.err"), { force: true });
+    await until(gw, (x) => x.status === 200, "ready after healing", 40_000);
+    expect((await probe(gw)).ready).toBe(true);
+    const transitions = gw.logs().filter((l) => l.msg === "check status changed" && l.check === "lnet-nets");
+    expect(transitions.map((t) => t.to)).toEqual(["fail", "pass"]);
+  });
+});
+
+describe("Probe never waits on checks", () => {
+  it("a thousand concurrent Probes are answered from memory: no extra lnetctl runs", async () => {
+    const { gw, node } = await gatewayOn({ base: "healthy" }, ["--check-interval=1h"]);
+    await until(gw, (x) => x.status === 200, "ready");
+    const before = node.calls("net_show").length;
+    const session = http2.connect("http://localhost", { createConnection: () => net.connect(gw.socket) });
+    const one = () =>
+      new Promise<string>((resolve, reject) => {
+        const s = session.request({ ":method": "POST", ":path": "/csi.v1.Identity/Probe", "content-type": "application/grpc", te: "trailers" });
+        const chunks: Buffer[] = [];
+        s.on("data", (d: Buffer) => chunks.push(d));
+        s.on("close", () => resolve(Buffer.concat(chunks).toString("hex")));
+        s.on("error", reject);
+        s.end(Buffer.alloc(5));
+      });
+    const answers = await Promise.all(Array.from({ length: 1000 }, one));
+    session.close();
+    expect(new Set(answers)).toEqual(new Set(["00000000040a020801"]));
+    expect(node.calls("net_show").length).toBe(before);
+  });
+
+  it("a slow, hanging lnetctl does not slow Probe: it keeps answering (initializing, then not ready)", async () => {
+    const { gw, node } = await gatewayOn({ base: "healthy", netShow: { delayMs: 600_000 }, ping: { delayMs: 600_000 } });
+    let answered = 0;
+    const deadline = Date.now() + 4000;
+    while (Date.now() < deadline) {
+      const r = await probe(gw);
+      expect(r.ready).toBe(false);
+      answered++;
+    }
+    expect(answered).toBeGreaterThan(10);
+    // The command timeout fires and the check fails with it, naming the command.
+    const r = await until(gw, (x) => /lnet-nets failed/.test(x.text), "lnet-nets timeout", 30_000);
+    expect(r.text).toMatch(/ETIMEDOUT: lnetctl net show timed out/);
+    expect(node.calls("net_show").length).toBeGreaterThan(0);
+  });
+});
+
+describe("the plugins directory", () => {
+  function pluginDir(names: string[]): string {
+    const dir = tempDir("probegate-plugins-");
+    for (const n of names) fs.copyFileSync(path.join(BUNDLED, `${n}.wasm`), path.join(dir, `${n}.wasm`));
+    return dir;
+  }
+
+  it("adds, replaces and removes plugins while serving", async () => {
+    const dir = pluginDir(["kernel-modules", "lnet-nets"]);
+    const { gw } = await gatewayOn({ base: "healthy" }, [`--plugins-dir=${dir}`]);
+    await until(gw, (x) => x.status === 200 && x.text.includes("[+]lnet-nets ok"), "two plugins");
+
+    fs.copyFileSync(path.join(BUNDLED, "lnet-nids.wasm"), path.join(dir, "lnet-nids.wasm"));
+    await until(gw, (x) => x.text.includes("[+]lnet-nids ok"), "lnet-nids added");
+
+    // lnet-self-ping needs the NID lnet-nids finds: removing lnet-nids leaves it without its fact.
+    fs.copyFileSync(path.join(BUNDLED, "lnet-self-ping.wasm"), path.join(dir, "lnet-self-ping.wasm"));
+    await until(gw, (x) => x.text.includes("[+]lnet-self-ping ok"), "self-ping added");
+    fs.rmSync(path.join(dir, "lnet-nids.wasm"));
+    const r = await until(gw, (x) => !/\]lnet-nids /.test(x.text) && /\[-\]lnet-self-ping/.test(x.text), "lnet-nids removed");
+    expect(r.text).toMatch(/lnet\.selfNid/);
+    expect(r.status).toBe(503);
+
+    // Replacing a file with something that is not a plugin refuses it and drops the old version.
+    fs.writeFileSync(path.join(dir, "lnet-self-ping.wasm"), "this is not wasm\n");
+    const r2 = await until(gw, (x) => x.text.includes("[!]lnet-self-ping.wasm refused"), "replacement refused");
+    expect(r2.status).toBe(200);
+    const metrics = await (await fetch(`http://${gw.http}/metrics`)).text();
+    expect(metrics).toMatch(/probegate_plugin_refusals_total\{reason="\w+"\} [1-9]/);
+  });
+
+  it("follows a ConfigMap-style ..data symlink swap", async () => {
+    const dir = tempDir("probegate-cm-");
+    const v1 = path.join(dir, "..2026_11_21_v1");
+    const v2 = path.join(dir, "..2026_11_21_v2");
+    fs.mkdirSync(v1);
+    fs.mkdirSync(v2);
+    fs.copyFileSync(path.join(BUNDLED, "kernel-modules.wasm"), path.join(v1, "kernel-modules.wasm"));
+    fs.copyFileSync(path.join(BUNDLED, "kernel-modules.wasm"), path.join(v2, "kernel-modules.wasm"));
+    fs.copyFileSync(path.join(BUNDLED, "lnet-nids.wasm"), path.join(v2, "lnet-nids.wasm"));
+    fs.symlinkSync(path.basename(v1), path.join(dir, "..data"));
+    for (const f of ["kernel-modules.wasm", "lnet-nids.wasm"]) fs.symlinkSync(path.join("..data", f), path.join(dir, f));
+
+    const { gw } = await gatewayOn({ base: "healthy" }, [`--plugins-dir=${dir}`]);
+    await until(gw, (x) => x.text.includes("[+]kernel-modules ok") && !/\]lnet-nids /.test(x.text), "v1 set");
+    // Kubernetes swaps the whole set atomically by renaming a new ..data link over the old one.
+    fs.symlinkSync(path.basename(v2), path.join(dir, "..data_tmp"));
+    fs.renameSync(path.join(dir, "..data_tmp"), path.join(dir, "..data"));
+    await until(gw, (x) => x.text.includes("[+]lnet-nids ok"), "v2 set");
+  });
+
+  it("a plugin that loops forever times out, is quarantined, and Probe keeps answering throughout", async () => {
+    const dir = pluginDir(["kernel-modules"]);
+    fs.writeFileSync(path.join(dir, "loop.wasm"), await compileHostile("loop"));
+    const { gw } = await gatewayOn({ base: "healthy" }, [`--plugins-dir=${dir}`, "--plugin-timeout=300ms", "--quarantine-after=2"]);
+    let answered = 0;
+    const deadline = Date.now() + 3000;
+    while (Date.now() < deadline) {
+      await probe(gw);
+      answered++;
+    }
+    expect(answered).toBeGreaterThan(10);
+    const r = await until(gw, (x) => /PluginQuarantined/.test(x.text), "quarantine", 30_000);
+    expect(r.status).toBe(503);
+    expect(r.text).toContain("[+]kernel-modules ok");
+    expect(gw.child.exitCode).toBe(null);
+  });
+});
+
+describe("controller mode", () => {
+  it("runs no node checks and is ready at once", async () => {
+    const { gw, node } = await gatewayOn({ base: "lnet-down" }, ["--mode=controller"]);
+    const r = await until(gw, (x) => x.status === 200, "ready");
+    for (const n of NODE_PLUGINS) expect(r.text).not.toContain(n);
+    expect((await probe(gw)).ready).toBe(true);
+    expect(node.calls().length).toBe(0);
+  });
+});
