@@ -41,6 +41,9 @@ export const TARGETS: ServerTarget[] = [
     command: (c) => ({
       cmd: node,
       args: [
+        // The same heap flags as the bin/probegate.js shebang, npm start and the image.
+        "--max-semi-space-size=1",
+        "--max-old-space-size=48",
         "bin/probegate.js",
         "--csi-endpoint", `unix://${c.socket}`,
         "--http-endpoint", `127.0.0.1:${c.port}`,

@@ -45,7 +45,7 @@ describe("deploy/Dockerfile", () => {
     // bin/probegate.js loads the compiled CLI from ../dist/gateway/src/cli/main.js.
     expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/src/cli/main.js");
     expect(runtime.body).toContain("WORKDIR /opt/probegate");
-    expect(runtime.body).toContain('ENTRYPOINT ["node", "/opt/probegate/bin/probegate.js"]');
+    expect(runtime.body).toContain('ENTRYPOINT ["node", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
   });
 
   it("runs as non-root by default and carries nsenter for the node pod's --command-prefix", () => {
