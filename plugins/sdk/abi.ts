@@ -1,0 +1,314 @@
+// ABI v1 plumbing (see plugins/ABI.md): decoding `check` input, building the
+// manifest and the result. Nothing here traps on any input.
+
+import { Kind, Value } from "./value";
+import { parseJson } from "./json";
+import { JsonObjectWriter, utf8Length } from "./jsonwrite";
+import { clip, firstLine, oneLine, textProblem } from "./strings";
+import { findLnetErrorIn } from "./lnet";
+
+export const ABI_VERSION: i32 = 1;
+/** The host refuses results above 64 KiB; stay clear of it. */
+const OUTPUT_LIMIT: i32 = 60 * 1024;
+const MESSAGE_LIMIT: i32 = 4000;
+const REASON_LIMIT: i32 = 64;
+
+export class Source {
+  name: string = "";
+  ok: bool = false;
+  /** -1 when the ABI sent null (file source, timeout, not found). */
+  exitCode: i32 = -1;
+  stdout: string = "";
+  stderr: string = "";
+  /** "" when the ABI sent null. */
+  error: string = "";
+  truncated: bool = false;
+  ageMs: f64 = 0;
+}
+
+export class CheckInput {
+  /** Non-empty when the input itself could not be decoded. */
+  error: string = "";
+  mode: string = "";
+  sources: Array<Source> = new Array<Source>();
+  private factKeys: Array<string> = new Array<string>();
+  private factValues: Array<string> = new Array<string>();
+
+  static parse(json: string): CheckInput {
+    const input = new CheckInput();
+    const parsed = parseJson(json);
+    const root = parsed.value;
+    if (root === null) {
+      input.error = "input is not JSON: " + parsed.error;
+      return input;
+    }
+    if (!root.isObject) {
+      input.error = "input is not a JSON object";
+      return input;
+    }
+    input.mode = root.getText("mode");
+    const sources = root.get("sources");
+    if (sources !== null && sources.isObject) {
+      for (let i = 0; i < sources.length; i++) {
+        const v = sources.at(i);
+        if (v !== null && v.isObject) input.sources.push(decodeSource(sources.keyAt(i), v));
+      }
+    }
+    const facts = root.get("facts");
+    if (facts !== null && facts.isObject) {
+      for (let i = 0; i < facts.length; i++) {
+        const v = facts.at(i);
+        if (v !== null && v.isString) {
+          input.factKeys.push(facts.keyAt(i));
+          input.factValues.push(v.str);
+        }
+      }
+    }
+    return input;
+  }
+
+  source(name: string): Source | null {
+    for (let i = this.sources.length - 1; i >= 0; i--) {
+      if (this.sources[i].name == name) return this.sources[i];
+    }
+    return null;
+  }
+
+  hasFact(name: string): bool {
+    for (let i = 0; i < this.factKeys.length; i++) if (this.factKeys[i] == name) return true;
+    return false;
+  }
+
+  /** Fact value, or "" when absent. */
+  fact(name: string): string {
+    for (let i = this.factKeys.length - 1; i >= 0; i--) {
+      if (this.factKeys[i] == name) return this.factValues[i];
+    }
+    return "";
+  }
+}
+
+function decodeSource(name: string, v: Value): Source {
+  const s = new Source();
+  s.name = name;
+  const ok = v.get("ok");
+  s.ok = ok !== null && ok.kind == Kind.Bool && ok.num != 0;
+  const code = v.get("exitCode");
+  if (code !== null && code.kind == Kind.Number && code.num >= -2147483648 && code.num <= 2147483647) {
+    s.exitCode = <i32>code.num;
+  }
+  s.stdout = v.getText("stdout");
+  s.stderr = v.getText("stderr");
+  s.error = v.getText("error");
+  const tr = v.get("truncated");
+  s.truncated = tr !== null && tr.kind == Kind.Bool && tr.num != 0;
+  const age = v.get("ageMs");
+  if (age !== null && age.kind == Kind.Number) s.ageMs = age.num;
+  return s;
+}
+
+export class Result {
+  status: string;
+  reason: string;
+  message: string;
+  private factKeys: Array<string> = new Array<string>();
+  private factValues: Array<string> = new Array<string>();
+
+  constructor(status: string, reason: string, message: string) {
+    this.status = status;
+    this.reason = reason;
+    this.message = message;
+  }
+
+  static pass(reason: string, message: string): Result {
+    return new Result("pass", reason, message);
+  }
+  static warn(reason: string, message: string): Result {
+    return new Result("warn", reason, message);
+  }
+  static fail(reason: string, message: string): Result {
+    return new Result("fail", reason, message);
+  }
+
+  get failed(): bool {
+    return this.status == "fail";
+  }
+
+  /** Adds (or replaces) a fact; facts are emitted whatever the status. */
+  fact(key: string, value: string): Result {
+    for (let i = 0; i < this.factKeys.length; i++) {
+      if (this.factKeys[i] == key) {
+        this.factValues[i] = value;
+        return this;
+      }
+    }
+    this.factKeys.push(key);
+    this.factValues.push(value);
+    return this;
+  }
+
+  /** Serialises within the ABI's limits: facts are dropped before the verdict is. */
+  toJson(): string {
+    const full = this.render(MESSAGE_LIMIT, true);
+    if (utf8Length(full) <= OUTPUT_LIMIT) return full;
+    return this.render(500, false);
+  }
+
+  private render(messageLimit: i32, withFacts: bool): string {
+    const w = new JsonObjectWriter()
+      .string("status", this.status)
+      .string("reason", clip(this.reason, REASON_LIMIT))
+      .string("message", clip(this.message, messageLimit));
+    if (withFacts && this.factKeys.length > 0) {
+      const f = new JsonObjectWriter();
+      for (let i = 0; i < this.factKeys.length; i++) f.string(this.factKeys[i], this.factValues[i]);
+      w.raw("facts", f.toString());
+    }
+    return w.toString();
+  }
+}
+
+/**
+ * Ends a check: serialises the verdict and, under the `minimal` runtime this
+ * repo builds with (asconfig.json), frees everything the call allocated. The
+ * minimal collector never runs by itself, so a plugin whose `check` does not
+ * return through `respond` grows until it hits its memory cap.
+ */
+export function respond(r: Result): string {
+  const out = r.toJson();
+  collectExcept(out);
+  return out;
+}
+
+/**
+ * Full collection keeping `keep` alive. Safe at the end of a call: the host
+ * pins the input string (ABI v1), and nothing else outlives the call except
+ * the returned string, which the host copies before calling in again.
+ */
+export function collectExcept(keep: string): void {
+  if (ASC_RUNTIME != 1) return; // incremental collects on its own; stub never frees
+  const p = changetype<usize>(keep);
+  if (p >= __heap_base) {
+    __pin(p);
+    __collect();
+    __unpin(p);
+  } else {
+    __collect();
+  }
+}
+
+export class Manifest {
+  name: string;
+  version: string;
+  description: string;
+  sources: Array<string> = new Array<string>();
+  modes: Array<string> = ["node"];
+  probe: string = "readiness";
+  severity: string = "required";
+
+  constructor(name: string, version: string, description: string) {
+    this.name = name;
+    this.version = version;
+    this.description = description;
+  }
+
+  source(name: string): Manifest {
+    this.sources.push(name);
+    return this;
+  }
+
+  /** Replaces the default ["node"]; call once per mode. */
+  mode(mode: string): Manifest {
+    if (this.modes.length == 1 && this.modes[0] == "node" && mode != "node") this.modes = [mode];
+    else if (!this.modes.includes(mode)) this.modes.push(mode);
+    return this;
+  }
+
+  probeKind(kind: string): Manifest {
+    this.probe = kind;
+    return this;
+  }
+
+  advisory(): Manifest {
+    this.severity = "advisory";
+    return this;
+  }
+
+  toJson(): string {
+    return new JsonObjectWriter()
+      .number("abi", ABI_VERSION)
+      .string("name", this.name)
+      .string("version", this.version)
+      .string("description", this.description)
+      .stringArray("sources", this.sources)
+      .stringArray("modes", this.modes)
+      .string("probe", this.probe)
+      .string("severity", this.severity)
+      .toString();
+  }
+}
+
+/**
+ * The common opening of a check: decode the input, find the source, refuse a
+ * failed source and text that is empty or binary. When `failure` is set the
+ * plugin returns it as is; otherwise `text` is the source's stdout.
+ */
+export class Opened {
+  input: CheckInput;
+  source: Source = new Source();
+  failure: Result | null = null;
+  text: string = "";
+
+  constructor(input: CheckInput) {
+    this.input = input;
+  }
+}
+
+export function openSource(json: string, name: string): Opened {
+  const input = CheckInput.parse(json);
+  const o = new Opened(input);
+  if (input.error.length > 0) {
+    o.failure = Result.fail("BadInput", input.error);
+    return o;
+  }
+  const src = input.source(name);
+  if (src === null) {
+    o.failure = Result.fail("SourceMissing", "source " + name + " was not provided to the check");
+    return o;
+  }
+  o.source = src;
+  if (!src.ok) {
+    o.failure = sourceFailed(src);
+    return o;
+  }
+  const problem = textProblem(src.stdout);
+  if (problem.length > 0) {
+    o.failure = parseError(src, "output " + problem);
+    return o;
+  }
+  o.text = src.stdout;
+  return o;
+}
+
+/** `SourceFailed`, quoting the host's error and lnetctl's own `descr` or first stderr line. */
+export function sourceFailed(src: Source): Result {
+  let msg = "source " + src.name + " failed: " + (src.error.length > 0 ? oneLine(src.error) : "unknown error");
+  const detail = sourceDetail(src);
+  if (detail.length > 0) msg += " (" + detail + ")";
+  return Result.fail("SourceFailed", msg);
+}
+
+/** lnetctl error `descr` from stdout/stderr, else the first stderr line, else "". */
+export function sourceDetail(src: Source): string {
+  let e = findLnetErrorIn(src.stdout);
+  if (e === null) e = findLnetErrorIn(src.stderr);
+  if (e !== null && e.descr.length > 0) return clip(oneLine(e.descr), 300);
+  return firstLine(src.stderr);
+}
+
+/** `ParseError` naming the source; notes truncation since it usually explains the damage. */
+export function parseError(src: Source, why: string): Result {
+  let msg = "cannot parse " + src.name + ": " + why;
+  if (src.truncated) msg += " (output was truncated by the host)";
+  return Result.fail("ParseError", msg);
+}

@@ -1,0 +1,345 @@
+// Strict JSON reader (RFC 8259) that reports errors instead of trapping: the
+// host's input is trusted to be JSON, but a plugin must stay total anyway.
+
+import { Kind, Value } from "./value";
+import { hexValue, isDigit } from "./strings";
+
+/** Deeper input is refused rather than risking the wasm call stack. */
+export const JSON_MAX_DEPTH: i32 = 64;
+
+export class JsonResult {
+  value: Value | null = null;
+  error: string = "";
+  get ok(): bool {
+    return this.value !== null;
+  }
+}
+
+export function parseJson(text: string): JsonResult {
+  const p = new JsonParser(text);
+  const res = new JsonResult();
+  p.skipWs();
+  const v = p.parseValue(0);
+  if (v === null) {
+    res.error = p.error;
+    return res;
+  }
+  p.skipWs();
+  if (p.pos < p.len) {
+    res.error = p.fail("unexpected trailing data");
+    return res;
+  }
+  res.value = v;
+  return res;
+}
+
+class JsonParser {
+  src: string;
+  pos: i32 = 0;
+  len: i32;
+  error: string = "";
+
+  constructor(src: string) {
+    this.src = src;
+    this.len = src.length;
+  }
+
+  fail(msg: string): string {
+    if (this.error.length == 0) this.error = msg + " at offset " + this.pos.toString();
+    return this.error;
+  }
+
+  peek(): i32 {
+    return this.pos < this.len ? this.src.charCodeAt(this.pos) : -1;
+  }
+
+  skipWs(): void {
+    while (this.pos < this.len) {
+      const c = this.src.charCodeAt(this.pos);
+      if (c != 32 && c != 9 && c != 10 && c != 13) break;
+      this.pos++;
+    }
+  }
+
+  parseValue(depth: i32): Value | null {
+    if (depth > JSON_MAX_DEPTH) {
+      this.fail("nesting deeper than " + JSON_MAX_DEPTH.toString());
+      return null;
+    }
+    const c = this.peek();
+    if (c == 123) return this.parseObject(depth);
+    if (c == 91) return this.parseArray(depth);
+    if (c == 34) {
+      const s = this.parseString();
+      return s === null ? null : Value.newString(s);
+    }
+    if (c == 45 || isDigit(c)) return this.parseNumber();
+    if (this.literal("true")) return new Value(Kind.Bool, "", 1);
+    if (this.literal("false")) return new Value(Kind.Bool, "", 0);
+    if (this.literal("null")) return Value.newNull();
+    this.fail(c < 0 ? "unexpected end of input" : "unexpected character");
+    return null;
+  }
+
+  literal(word: string): bool {
+    const n = word.length;
+    if (this.pos + n > this.len) return false;
+    for (let i = 0; i < n; i++) {
+      if (this.src.charCodeAt(this.pos + i) != word.charCodeAt(i)) return false;
+    }
+    this.pos += n;
+    return true;
+  }
+
+  parseObject(depth: i32): Value | null {
+    this.pos++; // {
+    const obj = Value.newObject();
+    this.skipWs();
+    if (this.peek() == 125) {
+      this.pos++;
+      return obj;
+    }
+    while (true) {
+      this.skipWs();
+      if (this.peek() != 34) {
+        this.fail("expected a string key");
+        return null;
+      }
+      const key = this.parseString();
+      if (key === null) return null;
+      this.skipWs();
+      if (this.peek() != 58) {
+        this.fail("expected ':'");
+        return null;
+      }
+      this.pos++;
+      this.skipWs();
+      const v = this.parseValue(depth + 1);
+      if (v === null) return null;
+      obj.set(key, v);
+      this.skipWs();
+      const c = this.peek();
+      if (c == 44) {
+        this.pos++;
+        continue;
+      }
+      if (c == 125) {
+        this.pos++;
+        return obj;
+      }
+      this.fail("expected ',' or '}'");
+      return null;
+    }
+  }
+
+  parseArray(depth: i32): Value | null {
+    this.pos++; // [
+    const arr = Value.newArray();
+    this.skipWs();
+    if (this.peek() == 93) {
+      this.pos++;
+      return arr;
+    }
+    while (true) {
+      this.skipWs();
+      const v = this.parseValue(depth + 1);
+      if (v === null) return null;
+      arr.push(v);
+      this.skipWs();
+      const c = this.peek();
+      if (c == 44) {
+        this.pos++;
+        continue;
+      }
+      if (c == 93) {
+        this.pos++;
+        return arr;
+      }
+      this.fail("expected ',' or ']'");
+      return null;
+    }
+  }
+
+  parseNumber(): Value | null {
+    const start = this.pos;
+    if (this.peek() == 45) this.pos++;
+    if (this.peek() == 48) {
+      this.pos++;
+    } else if (isDigit(this.peek())) {
+      while (isDigit(this.peek())) this.pos++;
+    } else {
+      this.fail("malformed number");
+      return null;
+    }
+    if (this.peek() == 46) {
+      this.pos++;
+      if (!isDigit(this.peek())) {
+        this.fail("malformed number");
+        return null;
+      }
+      while (isDigit(this.peek())) this.pos++;
+    }
+    const e = this.peek();
+    if (e == 101 || e == 69) {
+      this.pos++;
+      const sign = this.peek();
+      if (sign == 43 || sign == 45) this.pos++;
+      if (!isDigit(this.peek())) {
+        this.fail("malformed number");
+        return null;
+      }
+      while (isDigit(this.peek())) this.pos++;
+    }
+    return new Value(Kind.Number, "", toNumber(this.src.substring(start, this.pos)));
+  }
+
+  /**
+   * Two passes: the first validates and measures, the second fills a string of
+   * the exact decoded length. Multi-megabyte stdout with an escape per line
+   * thus costs one allocation instead of one per segment.
+   */
+  parseString(): string | null {
+    const src = this.src;
+    const len = this.len;
+    const start = this.pos + 1;
+    let i = start;
+    let decoded = 0;
+    let escaped = false;
+    while (true) {
+      if (i >= len) {
+        this.pos = i;
+        this.fail("unterminated string");
+        return null;
+      }
+      const c = src.charCodeAt(i);
+      if (c == 34) break;
+      if (c < 32) {
+        this.pos = i;
+        this.fail("control character in string");
+        return null;
+      }
+      if (c == 92) {
+        escaped = true;
+        if (i + 1 >= len) {
+          this.pos = i;
+          this.fail("unterminated escape");
+          return null;
+        }
+        const e = src.charCodeAt(i + 1);
+        if (e == 117) {
+          if (i + 5 >= len) {
+            this.pos = i;
+            this.fail("truncated \\u escape");
+            return null;
+          }
+          for (let k = 2; k < 6; k++) {
+            if (hexValue(src.charCodeAt(i + k)) < 0) {
+              this.pos = i;
+              this.fail("bad \\u escape");
+              return null;
+            }
+          }
+          i += 6;
+        } else if (
+          e == 34 || e == 92 || e == 47 || e == 98 || e == 102 || e == 110 || e == 114 || e == 116
+        ) {
+          i += 2;
+        } else {
+          this.pos = i;
+          this.fail("bad escape");
+          return null;
+        }
+      } else {
+        i++;
+      }
+      decoded++;
+    }
+    const end = i;
+    this.pos = end + 1;
+    if (!escaped) return src.substring(start, end);
+
+    // UTF-16 code units are copied as-is, so \uD83D\uDE00 becomes the pair it
+    // encodes and a lone surrogate stays a lone surrogate (as in JSON.parse).
+    const out = changetype<string>(__new(<usize>decoded << 1, idof<string>()));
+    const base = changetype<usize>(out);
+    let o: usize = 0;
+    i = start;
+    while (i < end) {
+      let c = src.charCodeAt(i);
+      if (c == 92) {
+        const e = src.charCodeAt(i + 1);
+        if (e == 117) {
+          c =
+            (hexValue(src.charCodeAt(i + 2)) << 12) |
+            (hexValue(src.charCodeAt(i + 3)) << 8) |
+            (hexValue(src.charCodeAt(i + 4)) << 4) |
+            hexValue(src.charCodeAt(i + 5));
+          i += 6;
+        } else {
+          if (e == 98) c = 8;
+          else if (e == 102) c = 12;
+          else if (e == 110) c = 10;
+          else if (e == 114) c = 13;
+          else if (e == 116) c = 9;
+          else c = e; // " \ /
+          i += 2;
+        }
+      } else {
+        i++;
+      }
+      store<u16>(base + (o << 1), <u16>c);
+      o++;
+    }
+    return out;
+  }
+}
+
+/**
+ * AssemblyScript 0.28's parseFloat mis-scales mantissas of 16+ significant
+ * digits (9.010366698072332e+38 reads as ~9e37). Such numbers are rewritten
+ * with 15 significant digits first: magnitude stays right, precision drops to
+ * ~1e-15 relative. ABI numbers (exit codes, ages) are small integers anyway.
+ */
+function toNumber(text: string): f64 {
+  const n = text.length;
+  let sig = 0;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c == 101 || c == 69) break;
+    if (isDigit(c) && (sig > 0 || c != 48)) sig++;
+  }
+  if (sig <= 15) return parseFloat(text);
+  let neg = false;
+  let digits = "";
+  let pointExp = 0; // power-of-ten shift implied by the decimal point
+  let seenPoint = false;
+  let exp = 0;
+  let i = 0;
+  if (text.charCodeAt(0) == 45) {
+    neg = true;
+    i = 1;
+  }
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c == 46) {
+      seenPoint = true;
+      continue;
+    }
+    if (c == 101 || c == 69) {
+      exp = I32.parseInt(text.substring(i + 1));
+      break;
+    }
+    if (digits.length == 0 && c == 48) {
+      if (seenPoint) pointExp--;
+      continue;
+    }
+    if (digits.length < 15) {
+      digits += String.fromCharCode(c);
+      if (seenPoint) pointExp--;
+    } else if (!seenPoint) {
+      pointExp++;
+    }
+  }
+  const value = parseFloat(digits + "e" + (exp + pointExp).toString());
+  return neg ? -value : value;
+}

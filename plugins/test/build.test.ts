@@ -1,0 +1,55 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { ensureBuilt, loadPlugin, wasmPath } from "./harness";
+// @ts-expect-error plain JS module without types
+import { abiProblems, discoverPlugins } from "../build.mjs";
+
+const OURS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces"];
+const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const SOURCE_CATALOG = ["lnetctl.net_show", "lctl.list_nids", "lnetctl.ping", "proc.modules", "sys.net.operstate"];
+
+beforeAll(() => ensureBuilt());
+
+describe("plugin build", () => {
+  it("discovers every plugin directory and skips sdk/test/fixtures", () => {
+    const found: string[] = discoverPlugins();
+    for (const name of OURS) expect(found).toContain(name);
+    for (const name of ["sdk", "test", "fixtures"]) expect(found).not.toContain(name);
+  });
+
+  it.each(OURS)("%s imports only env.abort/trace/seed and exports the ABI", (name) => {
+    const bytes = readFileSync(wasmPath(name));
+    expect(abiProblems(bytes)).toEqual([]);
+    const imports = WebAssembly.Module.imports(new WebAssembly.Module(bytes));
+    for (const imp of imports) expect(["env.abort", "env.trace", "env.seed"]).toContain(`${imp.module}.${imp.name}`);
+  });
+
+  it("abiProblems refuses a module with a WASI import", () => {
+    const wasm = moduleImporting("wasi_snapshot_preview1", "fd_write");
+    const problems: string[] = abiProblems(wasm);
+    expect(problems.join(" ")).toContain("forbidden import wasi_snapshot_preview1.fd_write");
+    expect(problems.join(" ")).toContain("missing export check");
+  });
+
+  it.each(OURS)("%s has a valid ABI v1 manifest", (name) => {
+    const m = loadPlugin(name).manifest();
+    expect(m).toMatchObject({ abi: 1, name, modes: ["node"], probe: "readiness", severity: "required" });
+    expect(m.name).toMatch(NAME_RE);
+    expect(m.version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(m.description.length).toBeGreaterThan(10);
+    expect(m.sources).toHaveLength(1);
+    expect(SOURCE_CATALOG).toContain(m.sources[0]);
+  });
+});
+
+/** A minimal module importing one `(func)` — enough to exercise the import gate. */
+function moduleImporting(mod: string, name: string): Uint8Array {
+  const enc = (t: string) => [t.length, ...Buffer.from(t, "latin1")];
+  const importEntry = [...enc(mod), ...enc(name), 0x00, 0x00]; // func, type 0
+  const importSection = [1, ...importEntry];
+  return Uint8Array.from([
+    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    1, 4, 1, 0x60, 0, 0, // type section: one () -> ()
+    2, importSection.length, ...importSection,
+  ]);
+}

@@ -1,0 +1,117 @@
+// Volume check: is the volume's staging and/or target path really a Lustre
+// mount? Reads <procfs>/mounts. Runs per NodeGetVolumeStats call (probe
+// "volume"), with the volume's paths as facts volume.path and volume.stagingPath.
+//
+// Why: when a Lustre client is evicted or a mount is lazily unmounted, the
+// directory is still there and the driver's stats call can succeed on the
+// empty directory underneath, so kubelet would report a healthy volume whose
+// data is gone. A missing or non-lustre mount at the path is the signal.
+import { Manifest, Result, fields, humanList, openSource, parseError, splitLines } from "../sdk";
+
+const SOURCE = "proc.mounts";
+
+export function manifest(): string {
+  return new Manifest("volume-lustre-mount", "1.0.0", "the volume's staging and target paths are mounted Lustre file systems")
+    .source(SOURCE)
+    .probeKind("volume")
+    .toJson();
+}
+
+class MountEntry {
+  device: string;
+  mountPoint: string;
+  fsType: string;
+  constructor(device: string, mountPoint: string, fsType: string) {
+    this.device = device;
+    this.mountPoint = mountPoint;
+    this.fsType = fsType;
+  }
+}
+
+function isOctal(c: i32): bool {
+  return c >= 48 && c <= 55;
+}
+
+/** The kernel writes space, tab, newline and backslash in mount fields as \ooo. */
+function unescapeMountField(s: string): string {
+  if (s.indexOf("\\") < 0) return s;
+  let out = "";
+  let i = 0;
+  const n = s.length;
+  while (i < n) {
+    const c = s.charCodeAt(i);
+    if (c == 92 && i + 3 < n && isOctal(s.charCodeAt(i + 1)) && isOctal(s.charCodeAt(i + 2)) && isOctal(s.charCodeAt(i + 3))) {
+      const v = (s.charCodeAt(i + 1) - 48) * 64 + (s.charCodeAt(i + 2) - 48) * 8 + (s.charCodeAt(i + 3) - 48);
+      out += String.fromCharCode(v);
+      i += 4;
+    } else {
+      out += String.fromCharCode(c);
+      i++;
+    }
+  }
+  return out;
+}
+
+/** "/a/b/" and "/a/b" name the same mount point; "/" stays "/". */
+function normalizePath(p: string): string {
+  let end = p.length;
+  while (end > 1 && p.charCodeAt(end - 1) == 47) end--;
+  return p.substring(0, end);
+}
+
+/** The entry mounted last at `path` (later mounts hide earlier ones), or null. */
+function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    if (entries[i].mountPoint == path) return entries[i];
+  }
+  return null;
+}
+
+export function check(input: string): string {
+  const o = openSource(input, SOURCE);
+  const failure = o.failure;
+  if (failure !== null) return failure.toJson();
+
+  const paths = new Array<string>();
+  const staging = o.input.fact("volume.stagingPath");
+  const target = o.input.fact("volume.path");
+  if (staging.length > 0) paths.push(normalizePath(staging));
+  if (target.length > 0 && !paths.includes(normalizePath(target))) paths.push(normalizePath(target));
+  if (paths.length == 0) {
+    return Result.warn("NoVolumePath", "no volume path or staging path was given; nothing to check").toJson();
+  }
+
+  // <procfs>/mounts: `device mountpoint fstype options dump pass`.
+  const entries = new Array<MountEntry>();
+  let junk = 0;
+  const lines = splitLines(o.text);
+  for (let i = 0; i < lines.length; i++) {
+    const f = fields(lines[i]);
+    if (f.length == 0) continue;
+    if (f.length < 4 || f[1].charCodeAt(0) != 47) {
+      junk++;
+      continue;
+    }
+    entries.push(new MountEntry(unescapeMountField(f[0]), normalizePath(unescapeMountField(f[1])), f[2]));
+  }
+  if (entries.length == 0 || junk > entries.length) {
+    return parseError(o.source, "output does not look like /proc/mounts").toJson();
+  }
+
+  const missing = new Array<string>();
+  const wrongType = new Array<string>();
+  const devices = new Array<string>();
+  for (let i = 0; i < paths.length; i++) {
+    const e = mountAt(entries, paths[i]);
+    if (e === null) missing.push(paths[i]);
+    else if (e.fsType != "lustre") wrongType.push(paths[i] + " (" + e.fsType + " from " + e.device + ")");
+    else if (!devices.includes(e.device)) devices.push(e.device);
+  }
+  if (missing.length > 0) {
+    return Result.fail("LustreNotMounted", "not mounted: " + humanList(missing) + " (no entry in /proc/mounts)").toJson();
+  }
+  if (wrongType.length > 0) {
+    return Result.fail("NotLustre", "mounted, but not as lustre: " + humanList(wrongType)).toJson();
+  }
+  return Result.pass("LustreMounted", humanList(paths) + " mounted from " + humanList(devices)).toJson();
+}
