@@ -41,6 +41,7 @@ options:
   --source NAME=FILE       stdout of source NAME is the content of FILE (repeatable)
   --source-exit NAME=CODE  exit status of source NAME (default 0; non-zero makes it not ok)
   --fact KEY=VALUE         a fact passed to the plugin (repeatable), e.g. lnet.selfNid=10.1.0.4@tcp
+  --sources FILE           operator-defined sources (the gateway's --sources YAML), so their names are known
   --mode node|controller   the gateway mode to simulate (default node)
   --timeout MS             per-call deadline (default ${DEFAULTS.timeoutMs})
   --json                   print the result as JSON
@@ -48,10 +49,11 @@ options:
 Sources the plugin lists but no --source gives are reported to it as failed reads.
 exit status: 0 pass or warn, 1 fail, 2 error (refused or faulting plugin, bad arguments, missing file)
 `,
-  inspect: `usage: probegate plugin inspect PLUGIN.wasm [--json]
+  inspect: `usage: probegate plugin inspect PLUGIN.wasm [--sources FILE] [--json]
 
 Prints the plugin's manifest, imports, exports, size and sha256, and whether the
-gateway would load it (and why not). exit status: 0 accepted, 1 refused, 2 error.
+gateway would load it (and why not). --sources FILE: judge source names against
+the gateway's --sources YAML too. exit status: 0 accepted, 1 refused, 2 error.
 `,
 };
 
@@ -139,11 +141,26 @@ function keyValues(list: string[] | undefined, flag: string): Array<[string, str
   });
 }
 
+/** The built-in catalog, plus the operator's --sources file when given (same validation as the gateway). */
+async function catalogWith(sourcesFile: string | undefined, io: PluginCommandIo): Promise<SourceCatalog> {
+  try {
+    return await SourceCatalog.create({
+      procfs: "/proc",
+      sysfs: "/sys",
+      sourcesFile: sourcesFile === undefined ? undefined : resolve(io.cwd, sourcesFile),
+      logger: pino({ level: "silent" }),
+    });
+  } catch (err) {
+    throw new UsageError(`--sources: ${(err as Error).message}`);
+  }
+}
+
 async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   const { values, positionals } = parse(args, {
     source: { type: "string", multiple: true },
     "source-exit": { type: "string", multiple: true },
     fact: { type: "string", multiple: true },
+    sources: { type: "string" },
     mode: { type: "string" },
     timeout: { type: "string" },
     json: { type: "boolean" },
@@ -158,7 +175,7 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
   if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError("--timeout expects a positive number of milliseconds");
 
-  const catalog = await SourceCatalog.create({ procfs: "/proc", sysfs: "/sys", logger: pino({ level: "silent" }) });
+  const catalog = await catalogWith(values.sources, io);
   const kinds = new Map(catalog.describe().map((d) => [d.name, d.kind]));
   const exits = new Map<string, number>();
   for (const [name, code] of keyValues(values["source-exit"], "--source-exit")) {
@@ -182,7 +199,7 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   if (!bytes) return EXIT.error;
   // The manifest decides which sources the input carries, so inspect first
   // (same validation the gateway does), then build the input and run.
-  const info = await inspectPlugin(bytes, { file, timeoutMs });
+  const info = await inspectPlugin(bytes, { file, timeoutMs, isKnownSource: (n) => catalog.has(n) });
   if (!info.accepted || !info.manifest) {
     io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${info.refusal?.reason}: ${info.refusal?.message}\n`);
     return EXIT.error;
@@ -215,7 +232,7 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
     if (!manifest.sources.includes(name)) io.stderr.write(`note: ${manifest.name} does not read source ${name}; ignored\n`);
   }
   const input = buildCheckInput(mode, sources, facts, now);
-  const run = await runPluginOnce(bytes, input, { file, timeoutMs });
+  const run = await runPluginOnce(bytes, input, { file, timeoutMs, isKnownSource: (n) => catalog.has(n) });
   if (!run.accepted) {
     io.stderr.write(`probegate plugin test: refused: ${run.refusal.reason}: ${run.refusal.message}\n`);
     return EXIT.error;
@@ -237,15 +254,16 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
 }
 
 async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { json: { type: "boolean" } });
+  const { values, positionals } = parse(args, { json: { type: "boolean" }, sources: { type: "string" } });
   if (values.help) {
     io.stdout.write(HELP.inspect!);
     return EXIT.ok;
   }
   const file = onePositional(positionals, "PLUGIN.wasm");
+  const catalog = await catalogWith(values.sources, io);
   const bytes = await readPluginFile(file, io);
   if (!bytes) return EXIT.error;
-  const info = await inspectPlugin(bytes, { file });
+  const info = await inspectPlugin(bytes, { file, isKnownSource: (n) => catalog.has(n) });
   io.stdout.write(values.json ? `${JSON.stringify(info, null, 2)}\n` : formatInspect(info));
   return info.accepted ? EXIT.ok : EXIT.fail;
 }

@@ -140,6 +140,9 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       }
       const result = readResult(e, ptr, msg.maxOutputBytes);
       if (pinned) ex.__unpin(pinned);
+      // The result is copied out: collect now, so a plugin built with the
+      // minimal runtime (which frees nothing on its own) cannot grow per call.
+      if (typeof ex.__collect === "function") ex.__collect();
       return result;
     } catch (err: any) {
       // A trapped AS instance may have a half-updated heap: start the next
