@@ -37,7 +37,17 @@ export async function startGatewayProcess(
     throw new Error("dist/ is missing: run `npm run build` (npm test does) before the integration tests");
   }
   const socket = opts.socket ?? path.join(tempDir(), "csi.sock");
-  const fullArgs = [BIN, `--csi-endpoint=unix://${socket}`, "--http-endpoint=127.0.0.1:0", "--log-level=debug", ...args];
+  // Tests of the serving stack run with no checks (an empty plugin directory),
+  // so readiness is deterministic on any machine; tests of checks pass their own.
+  const noChecks = !args.some((a) => a.startsWith("--plugins-dir") || a.startsWith("--demo"));
+  const fullArgs = [
+    BIN,
+    `--csi-endpoint=unix://${socket}`,
+    "--http-endpoint=127.0.0.1:0",
+    "--log-level=debug",
+    ...(noChecks ? [`--plugins-dir=${tempDir("probegate-no-plugins-")}`] : []),
+    ...args,
+  ];
   const child = spawn(process.execPath, fullArgs, {
     env: { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -82,7 +92,19 @@ export async function startGatewayProcess(
   };
   const startLine = await started;
   gp.http = String(startLine.httpEndpoint);
+  if (noChecks && gp.http !== "off") await untilReady(gp.http);
   return gp;
+}
+
+/** With no checks the first evaluation round completes at once; wait for it. */
+async function untilReady(http: string, timeoutMs = 15_000): Promise<void> {
+  const start = Date.now();
+  while (Date.now() - start < timeoutMs) {
+    const res = await fetch(`http://${http}/readyz`).catch(() => undefined);
+    if (res?.status === 200) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`gateway on ${http} did not become ready with no checks`);
 }
 
 /** Runs probegate to completion (for flag errors, --help, listen failures). */

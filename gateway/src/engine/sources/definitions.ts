@@ -5,18 +5,11 @@
 import { access } from "node:fs/promises";
 import { join } from "node:path";
 import { readCapped } from "./read-file.js";
-import { runCommand, type Outcome } from "./run-command.js";
+import { runCommand, type CommandResult, type Outcome } from "./run-command.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
 
-export interface Produced {
-  ok: boolean;
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
-  error: string | null;
-  truncated: boolean;
-  outcome: Outcome;
-}
+/** What running a source produced: a command's result shape, shared by file sources. */
+export type Produced = CommandResult;
 
 export type Prepared = { key: string; run: () => Promise<Produced> } | { error: string };
 

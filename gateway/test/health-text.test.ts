@@ -1,0 +1,63 @@
+// The health endpoints' verdicts agree with Probe, and ?exclude= recomputes them.
+import { describe, expect, it } from "vitest";
+import type { Condition, HealthSnapshot } from "../src/engine/state.js";
+import { excludeSet, healthView } from "../src/http/health-text.js";
+
+const cond = (name: string, probe: Condition["probe"], status: Condition["status"], reason = "R", severity: Condition["severity"] = "required"): Condition => ({
+  name,
+  probe,
+  severity,
+  status,
+  reason,
+  message: `${name} says ${status}`,
+  lastTransitionTime: "2026-11-21T00:00:00.000Z",
+  lastRunTime: "2026-11-21T00:00:00.000Z",
+  durationMs: 1,
+  plugin: { name, version: "1.0.0", sha256: "0".repeat(64), file: `${name}.wasm` },
+});
+
+const snap = (conditions: Condition[], over: Partial<HealthSnapshot> = {}): HealthSnapshot => ({
+  phase: "ready",
+  ready: true,
+  live: true,
+  conditions,
+  refusals: [],
+  generation: 1,
+  ...over,
+});
+
+describe("healthView", () => {
+  it("follows the snapshot's verdict when nothing is excluded", () => {
+    const s = snap([cond("a", "readiness", "fail")], { phase: "not-ready", ready: false });
+    expect(healthView(s, "readiness", new Set()).ok).toBe(false);
+    expect(healthView(s, "liveness", new Set()).ok).toBe(true);
+    expect(healthView(s, "readiness", new Set()).lines).toEqual(["[-]a failed: R: a says fail"]);
+  });
+
+  it("recomputes without excluded checks, for that request only", () => {
+    const s = snap([cond("a", "readiness", "fail"), cond("b", "readiness", "pass")], { phase: "not-ready", ready: false });
+    const v = healthView(s, "readiness", excludeSet(["a"]));
+    expect(v.ok).toBe(true);
+    expect(v.lines).toEqual(["[+]a excluded: failed", "[+]b ok"]);
+  });
+
+  it("a faulting liveness plugin never fails /livez, as it never fails Probe", () => {
+    const s = snap([cond("hb", "liveness", "fail", "PluginTimeout")]);
+    expect(healthView(s, "liveness", new Set()).ok).toBe(true);
+    expect(healthView(s, "liveness", excludeSet(["other"])).ok).toBe(true);
+    const judged = snap([cond("hb", "liveness", "fail", "DeviceGone")], { live: false });
+    expect(healthView(judged, "liveness", excludeSet(["other"])).ok).toBe(false);
+    expect(healthView(judged, "readiness", new Set()).ok).toBe(false);
+  });
+
+  it("is never ready while initializing, and lists refused plugins and advisory results", () => {
+    const s = snap([cond("adv", "readiness", "fail", "Meh", "advisory")], { phase: "initializing", ready: false });
+    s.refusals = [{ file: "bad.wasm", reason: "ForbiddenImport", message: "imports wasi", at: "" }] as never;
+    const v = healthView(s, "readiness", excludeSet(["adv"]));
+    expect(v.ok).toBe(false);
+    expect(v.lines[0]).toMatch(/^\[-\]initializing/);
+    expect(v.lines).toContain("[!]bad.wasm refused: ForbiddenImport: imports wasi");
+    const w = healthView(snap([cond("adv", "readiness", "fail", "Meh", "advisory")]), "readiness", new Set());
+    expect(w).toEqual({ ok: true, lines: ["[+]adv failed (advisory): Meh: adv says fail"] });
+  });
+});
