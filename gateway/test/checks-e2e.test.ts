@@ -11,7 +11,9 @@ import { Identity } from "../gen/csi/v1/csi_pb.js";
 import { fakeLnet, type FakeLnet, type FakeLnetSpec } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { grpcJsClient, unary } from "./helpers/grpc-js-client.js";
-import { compileHostile } from "./hostile/build.js";
+import * as grpc from "@grpc/grpc-js";
+import { Health, HealthCheckResponse_ServingStatus as Status } from "../gen/grpc/health/v1/health_pb.js";
+import { compileEcho, compileHostile } from "./hostile/build.js";
 
 const BUNDLED = path.join(ROOT, "dist", "plugins");
 const NODE_PLUGINS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces"];
@@ -243,6 +245,45 @@ describe("the plugins directory", () => {
     expect(r.status).toBe(503);
     expect(r.text).toContain("[+]kernel-modules ok");
     expect(gw.child.exitCode).toBe(null);
+  });
+});
+
+describe("liveness checks", () => {
+  it("a failing liveness check makes Probe an error, /livez 503 and health NOT_SERVING; Watch sees each change", async () => {
+    const dir = tempDir("probegate-liveness-");
+    // Its verdict follows <procfs>/modules: "pass" or "fail".
+    fs.writeFileSync(path.join(dir, "heartbeat.wasm"), await compileEcho({ name: "heartbeat", sources: ["proc.modules"], probe: "liveness" }));
+    const { gw, node } = await gatewayOn({ base: "healthy", modules: "pass" }, [`--plugins-dir=${dir}`]);
+    await until(gw, (x) => x.status === 200, "ready");
+
+    const health = grpcJsClient(Health, `unix://${gw.socket}`);
+    const seen: number[] = [];
+    const watch = health.watch({ service: "liveness" });
+    watch.on("data", (m: { status: number }) => seen.push(m.status));
+    watch.on("error", () => {});
+    const waitSeen = async (n: number) => {
+      const start = Date.now();
+      while (seen.length < n && Date.now() - start < 20_000) await new Promise((r) => setTimeout(r, 50));
+      return seen.slice();
+    };
+    expect(await waitSeen(1)).toEqual([Status.SERVING]);
+
+    fs.writeFileSync(path.join(node.procfs, "modules"), "fail");
+    expect(await waitSeen(2)).toEqual([Status.SERVING, Status.NOT_SERVING]);
+    const err = await probe(gw).then(() => undefined, (e: grpc.ServiceError) => e);
+    expect(err?.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(err?.details).toMatch(/heartbeat: EchoFail: source said fail/);
+    const livez = await fetch(`http://${gw.http}/livez?verbose`);
+    expect(livez.status).toBe(503);
+    expect(await livez.text()).toContain("[-]heartbeat failed: EchoFail");
+    expect((await unary<{ status: number }>(health, "check", { service: "liveness" })).status).toBe(Status.NOT_SERVING);
+    expect((await unary<{ status: number }>(health, "check", { service: "readiness" })).status).toBe(Status.NOT_SERVING);
+
+    fs.writeFileSync(path.join(node.procfs, "modules"), "pass");
+    expect(await waitSeen(3)).toEqual([Status.SERVING, Status.NOT_SERVING, Status.SERVING]);
+    expect((await probe(gw)).ready).toBe(true);
+    watch.cancel();
+    health.close();
   });
 });
 

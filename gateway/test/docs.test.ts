@@ -1,0 +1,35 @@
+// The README documents exactly the flags the CLI has, and its commands exist.
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { FLAGS } from "../src/cli/flags.js";
+import { ROOT, runProbegate } from "./helpers/gateway-process.js";
+
+const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+
+describe("README", () => {
+  it("has a flags table listing every flag, and only those", () => {
+    const section = readme.slice(readme.indexOf("## Flags"), readme.indexOf("## Checks and plugins"));
+    const documented = [...section.matchAll(/^\| `--([a-z.-]+)/gm)].map((m) => m[1]);
+    expect(documented).toEqual(FLAGS.map((f) => f.name));
+  });
+
+  it("names the test command .ci/run runs, and the two-step quick start", () => {
+    const ci = fs.readFileSync(path.join(ROOT, ".ci/run"), "utf8");
+    expect(ci).toMatch(/^npm test$/m);
+    expect(readme).toContain("npm ci && npm start");
+    expect(readme).toMatch(/^npm test\b/m);
+  });
+
+  it("--help mentions every flag", async () => {
+    const help = (await runProbegate(["--help"])).stdout;
+    for (const f of FLAGS) expect(help).toContain(`--${f.name}`);
+  });
+
+  it("links only to files that exist", () => {
+    for (const m of readme.matchAll(/\]\(([^)#]+)\)/g)) {
+      if (/^https?:/.test(m[1])) continue;
+      expect(fs.existsSync(path.join(ROOT, m[1])), m[1]).toBe(true);
+    }
+  });
+});
