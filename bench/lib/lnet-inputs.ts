@@ -5,7 +5,10 @@
 
 export function nid(i: number): string {
   const net = netName(Math.floor(i / 16));
-  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${(i & 255) + 1}@${net}`;
+  // Host part 1..254 so every address is a valid, non-network, non-broadcast IPv4.
+  const host = (i % 254) + 1;
+  const block = Math.floor(i / 254);
+  return `10.${(block >> 8) & 255}.${block & 255}.${host}@${net}`;
 }
 
 function netName(k: number): string {

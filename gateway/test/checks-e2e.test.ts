@@ -29,8 +29,9 @@ afterEach(async () => {
 async function gatewayOn(spec: FakeLnetSpec, extra: string[] = [], env: NodeJS.ProcessEnv = {}) {
   const node = fakeLnet(spec);
   nodes.push(node);
+  const plugins = extra.some((a) => a.startsWith("--plugins-dir")) ? [] : [`--plugins-dir=${BUNDLED}`];
   const gw = await startGatewayProcess(
-    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", "--log-level=info", ...extra],
+    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", "--log-level=info", ...plugins, ...extra],
     { env: { ...node.env, ...env } },
   );
   running.push(gw);
@@ -108,7 +109,7 @@ describe("node readiness from the bundled plugins", () => {
     nodes.push(node);
     // PATH without the fake tools: nothing named lnetctl or lctl anywhere.
     const emptyBin = tempDir();
-    const gw = await startGatewayProcess([`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s"], {
+    const gw = await startGatewayProcess([`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", `--plugins-dir=${BUNDLED}`], {
       env: { ...node.env, PATH: emptyBin },
     });
     running.push(gw);

@@ -1,5 +1,5 @@
 // Are the `lnet` and `lustre` kernel modules loaded? Reads /proc/modules.
-import { Manifest, Result, respond, fields, humanList, openSource, parseError, splitLines, allDigits } from "../sdk";
+import { Manifest, Result, respond, humanList, openSource, parseError, LineFields, lineEnd } from "../sdk";
 
 const SOURCE = "proc.modules";
 const REQUIRED: Array<string> = ["lnet", "lustre"];
@@ -19,31 +19,44 @@ function evaluate(input: string): Result {
   const failure = o.failure;
   if (failure !== null) return failure;
 
-  // /proc/modules: `name size refcount deps state address [taint]`.
-  const names = new Array<string>();
-  const states = new Array<string>();
+  // /proc/modules: `name size refcount deps state address [taint]`. Fields are
+  // looked at in place; only the states of the required modules are copied.
+  const found = new Array<bool>(REQUIRED.length);
+  const foundState = new Array<string>();
+  for (let r = 0; r < REQUIRED.length; r++) foundState.push("");
+  let modules = 0;
   let junk = 0;
-  const lines = splitLines(o.text);
-  for (let i = 0; i < lines.length; i++) {
-    const f = fields(lines[i]);
-    if (f.length == 0) continue;
-    if (f.length < 2 || !allDigits(f[1])) {
+  const text = o.text;
+  const n = text.length;
+  const f = new LineFields();
+  let start = 0;
+  while (start < n) {
+    const nl = lineEnd(text, start);
+    f.reset(text, start, nl);
+    start = nl + 1;
+    if (f.count == 0) continue;
+    if (f.count < 2 || !f.isDigits(1)) {
       junk++;
       continue;
     }
-    names.push(f[0]);
-    states.push(f.length >= 5 ? f[4] : "Live");
+    modules++;
+    for (let r = 0; r < REQUIRED.length; r++) {
+      // exact: lnet_selftest is not lnet; the first line naming it counts
+      if (!unchecked(found[r]) && f.is(0, unchecked(REQUIRED[r]))) {
+        unchecked((found[r] = true));
+        unchecked((foundState[r] = f.count >= 5 ? f.text(4) : "Live"));
+      }
+    }
   }
-  if (names.length == 0 || junk > names.length) {
+  if (modules == 0 || junk > modules) {
     return parseError(o.source, "output does not look like /proc/modules");
   }
 
   const missing = new Array<string>();
   const notLive = new Array<string>();
   for (let r = 0; r < REQUIRED.length; r++) {
-    const idx = names.indexOf(REQUIRED[r]); // exact: lnet_selftest is not lnet
-    if (idx < 0) missing.push(REQUIRED[r]);
-    else if (states[idx] != "Live") notLive.push(REQUIRED[r] + " (" + states[idx] + ")");
+    if (!found[r]) missing.push(REQUIRED[r]);
+    else if (foundState[r] != "Live") notLive.push(REQUIRED[r] + " (" + foundState[r] + ")");
   }
   if (missing.length > 0) {
     return Result.fail("ModulesMissing", "kernel module(s) not loaded: " + humanList(missing));

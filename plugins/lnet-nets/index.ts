@@ -3,7 +3,7 @@
 // driver's readiness script is fooled by exactly that).
 import {
   Manifest, Result, respond, Value, findLnetError, humanList, isLoopbackNid, isValidIfName,
-  isValidNid, openSource, parseError, parseYaml, oneLine, clip, UniqueList,
+  isValidNid, openSource, parseError, parseYaml, oneLine, clip, UniqueList, findText,
 } from "../sdk";
 
 const SOURCE = "lnetctl.net_show";
@@ -26,7 +26,7 @@ function evaluate(input: string): Result {
 
   const doc = parseYaml(o.text);
   // Only an error document mentions errno; skip walking a big healthy tree.
-  const err = o.text.includes("errno") ? findLnetError(doc.root) : null;
+  const err = findText(o.text, "errno") >= 0 ? findLnetError(doc.root) : null;
   if (err !== null) {
     return Result.fail("LNetError", "lnetctl net show reported errno " + err.errno + ": " + clip(oneLine(err.descr), 300));
   }

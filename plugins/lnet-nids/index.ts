@@ -1,6 +1,6 @@
 // Does LNet have at least one valid non-loopback NID? Publishes the first one
 // as `lnet.selfNid` for the self-ping check.
-import { Manifest, Result, respond, humanList, openSource, parseError, parseNid, splitLines, clip, oneLine } from "../sdk";
+import { Manifest, Result, respond, humanList, openSource, parseError, nidKind, NID_INVALID, NID_LOOPBACK, clip, oneLine, lineEnd, isSpace } from "../sdk";
 
 const SOURCE = "lctl.list_nids";
 
@@ -22,13 +22,28 @@ function evaluate(input: string): Result {
   const remote = new Array<string>();
   const ignored = new Array<string>();
   let loopback = 0;
-  const lines = splitLines(o.text);
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
+  let ignoredCount = 0;
+  const text = o.text;
+  const n = text.length;
+  let start = 0;
+  while (start < n) {
+    const nl = lineEnd(text, start);
+    // Trim ASCII blanks in place; String#trim also strips Unicode spaces, so
+    // lines with any non-ASCII edge take the general path.
+    let a = start;
+    let b = nl;
+    while (a < b && isSpace(text.charCodeAt(a))) a++;
+    while (b > a && isSpace(text.charCodeAt(b - 1))) b--;
+    const edgesAscii = a == b || (text.charCodeAt(a) < 128 && text.charCodeAt(b - 1) < 128);
+    const line = edgesAscii ? text.substring(a, b) : text.substring(start, nl).trim();
+    start = nl + 1;
     if (line.length == 0) continue;
-    const nid = parseNid(line);
-    if (nid === null) ignored.push(clip(oneLine(line), 40));
-    else if (nid.isLoopback) loopback++;
+    const kind = nidKind(line);
+    if (kind == NID_INVALID) {
+      // The message names at most three; the rest are only counted.
+      if (ignored.length < 3) ignored.push(clip(oneLine(line), 40));
+      ignoredCount++;
+    } else if (kind == NID_LOOPBACK) loopback++;
     else remote.push(line);
   }
   if (remote.length == 0 && loopback == 0) {
@@ -40,6 +55,9 @@ function evaluate(input: string): Result {
   } else {
     r = Result.pass("NidsValid", "non-loopback NID(s): " + humanList(remote)).fact("lnet.selfNid", remote[0]);
   }
-  if (ignored.length > 0) r.message += "; ignored line(s): " + humanList(ignored, 3);
+  if (ignoredCount > 0) {
+    const more = ignoredCount - ignored.length;
+    r.message += "; ignored line(s): " + (more > 0 ? ignored.join(", ") + " and " + more.toString() + " more" : humanList(ignored, 3));
+  }
   return r;
 }

@@ -2,7 +2,7 @@
 // `unknown` passes: virtual and tunnel devices (and many VM NICs) never report
 // carrier state, so treating it as down would fail healthy nodes; the message
 // still names them.
-import { Manifest, Result, respond, fields, humanList, isValidIfName, openSource, parseError, splitLines, clip, oneLine } from "../sdk";
+import { Manifest, Result, respond, humanList, isValidIfName, openSource, parseError, clip, oneLine, LineFields, lineEnd } from "../sdk";
 
 const SOURCE = "sys.net.operstate";
 
@@ -24,17 +24,29 @@ function evaluate(input: string): Result {
   const up = new Array<string>();
   const unknown = new Array<string>();
   const bad = new Array<string>();
-  const lines = splitLines(o.text);
-  for (let i = 0; i < lines.length; i++) {
-    const f = fields(lines[i]);
-    if (f.length == 0) continue;
-    if (f.length != 2 || !isValidIfName(f[0])) {
-      return parseError(o.source, "expected `IFACE STATE` on line " + (i + 1).toString() + ": " + clip(oneLine(lines[i]), 60));
+  const text = o.text;
+  const n = text.length;
+  const f = new LineFields();
+  let lineNo = 0;
+  let start = 0;
+  while (start < n) {
+    const nl = lineEnd(text, start);
+    lineNo++;
+    f.reset(text, start, nl);
+    if (f.count == 0) {
+      start = nl + 1;
+      continue;
     }
-    const state = f[1];
-    if (state == "up") up.push(f[0]);
-    else if (state == "unknown") unknown.push(f[0]);
-    else bad.push(f[0] + " (" + clip(state, 20) + ")");
+    const name = f.text(0);
+    if (f.count != 2 || !isValidIfName(name)) {
+      let end = nl;
+      if (end > start && text.charCodeAt(end - 1) == 13) end--;
+      return parseError(o.source, "expected `IFACE STATE` on line " + lineNo.toString() + ": " + clip(oneLine(text.substring(start, end)), 60));
+    }
+    start = nl + 1;
+    if (f.is(1, "up")) up.push(name);
+    else if (f.is(1, "unknown")) unknown.push(name);
+    else bad.push(name + " (" + clip(f.text(1), 20) + ")");
   }
   if (up.length + unknown.length + bad.length == 0) return parseError(o.source, "no interfaces listed");
   if (bad.length > 0) return Result.fail("InterfaceDown", "interface(s) not up: " + humanList(bad));

@@ -46,6 +46,11 @@ export class CheckInput {
       input.error = "input is not a JSON object";
       return input;
     }
+    // Under the minimal runtime the host's next input (about as large as this
+    // one) must fit in what this call frees, or the allocator grows memory
+    // (doubling it) to place it. The decoded outputs are smaller than the
+    // escaped input, so leave a block of slack behind with them.
+    if (ASC_RUNTIME == 1 && json.length >= 16384) __new(<usize>json.length, idof<ArrayBuffer>());
     input.mode = root.getText("mode");
     const sources = root.get("sources");
     if (sources !== null && sources.isObject) {

@@ -2,7 +2,7 @@
 // host's input is trusted to be JSON, but a plugin must stay total anyway.
 
 import { Kind, Value } from "./value";
-import { hexValue, isDigit } from "./strings";
+import { hexValue, isDigit, unitAt } from "./strings";
 
 /** Deeper input is refused rather than risking the wasm call stack. */
 export const JSON_MAX_DEPTH: i32 = 64;
@@ -50,12 +50,12 @@ class JsonParser {
   }
 
   peek(): i32 {
-    return this.pos < this.len ? this.src.charCodeAt(this.pos) : -1;
+    return this.pos < this.len ? unitAt(this.src, this.pos) : -1;
   }
 
   skipWs(): void {
     while (this.pos < this.len) {
-      const c = this.src.charCodeAt(this.pos);
+      const c = unitAt(this.src, this.pos);
       if (c != 32 && c != 9 && c != 10 && c != 13) break;
       this.pos++;
     }
@@ -200,18 +200,29 @@ class JsonParser {
    */
   parseString(): string | null {
     const src = this.src;
+    const base = changetype<usize>(src);
     const len = this.len;
     const start = this.pos + 1;
     let i = start;
     let decoded = 0;
     let escaped = false;
     while (true) {
+      // Four plain ASCII units at once: no quote, backslash or control.
+      while (i + 4 <= len) {
+        const w = load<u64>(base + (<usize>i << 1));
+        if ((w & 0xff80ff80ff80ff80) != 0) break;
+        if (((w + 0x0060006000600060) & 0x0080008000800080) != 0x0080008000800080) break; // < 0x20
+        if ((((w ^ 0x0022002200220022) + 0x007f007f007f007f) & 0x0080008000800080) != 0x0080008000800080) break;
+        if ((((w ^ 0x005c005c005c005c) + 0x007f007f007f007f) & 0x0080008000800080) != 0x0080008000800080) break;
+        i += 4;
+        decoded += 4;
+      }
       if (i >= len) {
         this.pos = i;
         this.fail("unterminated string");
         return null;
       }
-      const c = src.charCodeAt(i);
+      const c = unitAt(src, i);
       if (c == 34) break;
       if (c < 32) {
         this.pos = i;
@@ -225,7 +236,7 @@ class JsonParser {
           this.fail("unterminated escape");
           return null;
         }
-        const e = src.charCodeAt(i + 1);
+        const e = unitAt(src, i + 1);
         if (e == 117) {
           if (i + 5 >= len) {
             this.pos = i;
@@ -233,7 +244,7 @@ class JsonParser {
             return null;
           }
           for (let k = 2; k < 6; k++) {
-            if (hexValue(src.charCodeAt(i + k)) < 0) {
+            if (hexValue(unitAt(src, i + k)) < 0) {
               this.pos = i;
               this.fail("bad \\u escape");
               return null;
@@ -260,36 +271,45 @@ class JsonParser {
 
     // UTF-16 code units are copied as-is, so \uD83D\uDE00 becomes the pair it
     // encodes and a lone surrogate stays a lone surrogate (as in JSON.parse).
+    // Runs between escapes are copied in one go.
     const out = changetype<string>(__new(<usize>decoded << 1, idof<string>()));
-    const base = changetype<usize>(out);
+    const ob = changetype<usize>(out);
     let o: usize = 0;
     i = start;
+    let seg = start;
     while (i < end) {
-      let c = src.charCodeAt(i);
-      if (c == 92) {
-        const e = src.charCodeAt(i + 1);
-        if (e == 117) {
-          c =
-            (hexValue(src.charCodeAt(i + 2)) << 12) |
-            (hexValue(src.charCodeAt(i + 3)) << 8) |
-            (hexValue(src.charCodeAt(i + 4)) << 4) |
-            hexValue(src.charCodeAt(i + 5));
-          i += 6;
-        } else {
-          if (e == 98) c = 8;
-          else if (e == 102) c = 12;
-          else if (e == 110) c = 10;
-          else if (e == 114) c = 13;
-          else if (e == 116) c = 9;
-          else c = e; // " \ /
-          i += 2;
-        }
-      } else {
+      if (load<u16>(base + (<usize>i << 1)) != 92) {
         i++;
+        continue;
       }
-      store<u16>(base + (o << 1), <u16>c);
-      o++;
+      if (i > seg) {
+        const n = <usize>(i - seg) << 1;
+        memory.copy(ob + o, base + (<usize>seg << 1), n);
+        o += n;
+      }
+      const e = unitAt(src, i + 1);
+      let c: i32;
+      if (e == 117) {
+        c =
+          (hexValue(unitAt(src, i + 2)) << 12) |
+          (hexValue(unitAt(src, i + 3)) << 8) |
+          (hexValue(unitAt(src, i + 4)) << 4) |
+          hexValue(unitAt(src, i + 5));
+        i += 6;
+      } else {
+        if (e == 98) c = 8;
+        else if (e == 102) c = 12;
+        else if (e == 110) c = 10;
+        else if (e == 114) c = 13;
+        else if (e == 116) c = 9;
+        else c = e; // " \ /
+        i += 2;
+      }
+      store<u16>(ob + o, <u16>c);
+      o += 2;
+      seg = i;
     }
+    if (end > seg) memory.copy(ob + o, base + (<usize>seg << 1), <usize>(end - seg) << 1);
     return out;
   }
 }

@@ -1,7 +1,7 @@
 // LNet vocabulary: NIDs, interface names and lnetctl's error documents.
 
 import { Value } from "./value";
-import { allDigits, isDigit, isHexDigit, isLowerAlpha } from "./strings";
+import { allDigits, findText, isDigit, isHexDigit, isLowerAlpha, unitAt } from "./strings";
 import { parseYaml } from "./yaml";
 
 export class Nid {
@@ -25,40 +25,67 @@ export class Nid {
  * Returns null when `s` is not such a NID (no trimming is done).
  */
 export function parseNid(s: string): Nid | null {
+  if (nidKind(s) < 0) return null;
   const at = s.lastIndexOf("@");
-  if (at <= 0 || at == s.length - 1) return null;
   const net = s.substring(at + 1);
-  if (net.length > 16 || !isLowerAlpha(net.charCodeAt(0))) return null;
-  // Net type is everything up to the trailing digits; `o2ib` keeps its 2.
   let numStart = net.length;
   while (numStart > 0 && isDigit(net.charCodeAt(numStart - 1))) numStart--;
-  for (let i = 1; i < numStart; i++) {
-    const c = net.charCodeAt(i);
-    if (!isLowerAlpha(c) && !isDigit(c)) return null;
-  }
   const digits = net.length - numStart;
-  if (digits > 5) return null;
   const nid = new Nid();
   nid.addr = s.substring(0, at);
   nid.net = net;
   nid.netType = net.substring(0, numStart);
   nid.netNum = digits > 0 ? I32.parseInt(net.substring(numStart)) : 0;
-  if (nid.netType == "lo") return nid.addr == "0" && digits == 0 ? nid : null;
-  if (isIPv4(nid.addr) || isIPv6(nid.addr)) return nid;
-  if ((nid.netType == "gni" || nid.netType == "kfi") && allDigits(nid.addr) && nid.addr.length <= 10) {
-    return nid;
+  return nid;
+}
+
+/** NID_INVALID, NID_LOOPBACK or NID_REMOTE for `s`, allocating nothing. */
+export const NID_INVALID: i32 = -1;
+export const NID_LOOPBACK: i32 = 0;
+export const NID_REMOTE: i32 = 1;
+
+/** What parseNid would make of `s` (see NID_*), without building the Nid. */
+export function nidKind(s: string): i32 {
+  const len = s.length;
+  let at = len - 1;
+  while (at >= 0 && unitAt(s, at) != 64) at--;
+  if (at <= 0 || at == len - 1) return NID_INVALID;
+  const ns = at + 1; // net start
+  const netLen = len - ns;
+  if (netLen > 16 || !isLowerAlpha(unitAt(s, ns))) return NID_INVALID;
+  // Net type is everything up to the trailing digits; `o2ib` keeps its 2.
+  let numStart = len;
+  while (numStart > ns && isDigit(unitAt(s, numStart - 1))) numStart--;
+  for (let i = ns + 1; i < numStart; i++) {
+    const c = unitAt(s, i);
+    if (!isLowerAlpha(c) && !isDigit(c)) return NID_INVALID;
   }
-  return null;
+  const digits = len - numStart;
+  if (digits > 5) return NID_INVALID;
+  const typeLen = numStart - ns;
+  if (typeLen == 2 && unitAt(s, ns) == 108 && unitAt(s, ns + 1) == 111) {
+    // lo
+    return at == 1 && unitAt(s, 0) == 48 && digits == 0 ? NID_LOOPBACK : NID_INVALID;
+  }
+  if (ipv4Range(s, 0, at) || ipv6Range(s, 0, at)) return NID_REMOTE;
+  if (typeLen == 3 && at <= 10) {
+    const a = unitAt(s, ns), b = unitAt(s, ns + 1), c = unitAt(s, ns + 2);
+    if ((a == 103 && b == 110 && c == 105) || (a == 107 && b == 102 && c == 105)) {
+      // gni, kfi: decimal node number
+      for (let i = 0; i < at; i++) if (!isDigit(unitAt(s, i))) return NID_INVALID;
+      return NID_REMOTE;
+    }
+  }
+  return NID_INVALID;
 }
 
 export function isValidNid(s: string): bool {
-  return parseNid(s) !== null;
+  return nidKind(s) != NID_INVALID;
 }
 
 /** A valid NID on a network other than `lo`. */
 export function isRemoteNid(s: string): bool {
-  const n = parseNid(s);
-  return n !== null && !n.isLoopback;
+  return nidKind(s) == NID_REMOTE;
 }
 
 /** Syntactic loopback test that does not require the NID to be otherwise valid. */
@@ -67,20 +94,24 @@ export function isLoopbackNid(s: string): bool {
 }
 
 export function isIPv4(s: string): bool {
+  return ipv4Range(s, 0, s.length);
+}
+
+/** isIPv4 of s[start, n). */
+function ipv4Range(s: string, start: i32, n: i32): bool {
   let parts = 0;
-  let i = 0;
-  const n = s.length;
+  let i = start;
   while (parts < 4) {
-    const start = i;
+    const ps = i;
     let v = 0;
-    while (i < n && isDigit(s.charCodeAt(i)) && i - start < 3) {
-      v = v * 10 + (s.charCodeAt(i) - 48);
+    while (i < n && isDigit(unitAt(s, i)) && i - ps < 3) {
+      v = v * 10 + (unitAt(s, i) - 48);
       i++;
     }
-    if (i == start || v > 255) return false;
+    if (i == ps || v > 255) return false;
     parts++;
     if (parts == 4) break;
-    if (i >= n || s.charCodeAt(i) != 46) return false;
+    if (i >= n || unitAt(s, i) != 46) return false;
     i++;
   }
   return i == n;
@@ -88,34 +119,39 @@ export function isIPv4(s: string): bool {
 
 /** RFC 4291 text form: up to 8 hex groups, one `::`, optional dotted IPv4 tail; no zone. */
 export function isIPv6(s: string): bool {
-  const n = s.length;
-  if (n < 2 || n > 45) return false;
+  return ipv6Range(s, 0, s.length);
+}
+
+/** isIPv6 of s[from, n). */
+function ipv6Range(s: string, from: i32, n: i32): bool {
+  const len = n - from;
+  if (len < 2 || len > 45) return false;
   let groups = 0;
   let compressed = false;
-  let i = 0;
-  if (s.charCodeAt(0) == 58) {
-    if (s.charCodeAt(1) != 58) return false;
+  let i = from;
+  if (unitAt(s, from) == 58) {
+    if (unitAt(s, from + 1) != 58) return false;
     compressed = true;
-    i = 2;
+    i = from + 2;
     if (i == n) return true; // "::"
   }
   while (i < n) {
     const start = i;
-    while (i < n && isHexDigit(s.charCodeAt(i)) && i - start < 5) i++;
-    const len = i - start;
-    if (i < n && s.charCodeAt(i) == 46) {
+    while (i < n && isHexDigit(unitAt(s, i)) && i - start < 5) i++;
+    const glen = i - start;
+    if (i < n && unitAt(s, i) == 46) {
       // Embedded IPv4 must be the last 32 bits.
-      if (!isIPv4(s.substring(start))) return false;
+      if (!ipv4Range(s, start, n)) return false;
       groups += 2;
       i = n;
       break;
     }
-    if (len == 0 || len > 4) return false;
+    if (glen == 0 || glen > 4) return false;
     groups++;
     if (i == n) break;
-    if (s.charCodeAt(i) != 58) return false;
+    if (unitAt(s, i) != 58) return false;
     i++;
-    if (i < n && s.charCodeAt(i) == 58) {
+    if (i < n && unitAt(s, i) == 58) {
       if (compressed) return false;
       compressed = true;
       i++;
@@ -185,6 +221,6 @@ function searchError(v: Value | null, op: string, depth: i32): LnetError | null 
 
 /** Error document in free text (stdout or stderr), or null. */
 export function findLnetErrorIn(text: string): LnetError | null {
-  if (text.indexOf("errno") < 0) return null;
+  if (findText(text, "errno") < 0) return null;
   return findLnetError(parseYaml(text).root);
 }

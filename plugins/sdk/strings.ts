@@ -2,25 +2,57 @@
 // these functions trap, because a trap would be reported as a plugin crash
 // rather than as a failed check.
 
+/**
+ * UTF-16 unit at `i` without a range check. Only for indices the caller has
+ * already bounded to [0, s.length); hot loops over megabytes of output use it.
+ */
+// @ts-ignore: decorator
+@inline export function unitAt(s: string, i: i32): i32 {
+  return <i32>load<u16>(changetype<usize>(s) + (<usize>i << 1));
+}
+
+/** Offset of the first LF at or after `from`, or `s.length`. */
+export function lineEnd(s: string, from: i32): i32 {
+  const n = s.length;
+  const base = changetype<usize>(s);
+  let i = from < 0 ? 0 : from;
+  while (i < n && load<u16>(base + (<usize>i << 1)) != 10) i++;
+  return i;
+}
+
 /** Splits on LF, dropping a CR before it (CRLF output from some wrappers). */
 export function splitLines(s: string): Array<string> {
   const out = new Array<string>();
   const n = s.length;
   let start = 0;
-  for (let i = 0; i < n; i++) {
-    if (s.charCodeAt(i) == 10) {
-      let end = i;
-      if (end > start && s.charCodeAt(end - 1) == 13) end--;
-      out.push(s.substring(start, end));
-      start = i + 1;
-    }
-  }
-  if (start < n) {
-    let end = n;
-    if (s.charCodeAt(end - 1) == 13) end--;
+  while (start < n) {
+    const nl = lineEnd(s, start);
+    let end = nl;
+    if (end > start && unitAt(s, end - 1) == 13) end--;
     out.push(s.substring(start, end));
+    start = nl + 1;
   }
   return out;
+}
+
+/**
+ * Offset of `needle` in `s` at or after `from`, or -1. Same answers as
+ * String#indexOf for a non-empty needle, without a full compare per position.
+ */
+export function findText(s: string, needle: string, from: i32 = 0): i32 {
+  const m = needle.length;
+  const n = s.length;
+  if (from < 0) from = 0;
+  if (m == 0) return from <= n ? from : n;
+  const base = changetype<usize>(s);
+  const nb = changetype<usize>(needle);
+  const first = load<u16>(nb);
+  const last = n - m;
+  for (let i = from; i <= last; i++) {
+    if (load<u16>(base + (<usize>i << 1)) != first) continue;
+    if (m == 1 || memory.compare(base + (<usize>(i + 1) << 1), nb + 2, <usize>(m - 1) << 1) == 0) return i;
+  }
+  return -1;
 }
 
 export function isSpace(c: i32): bool {
@@ -59,12 +91,83 @@ export function fields(s: string): Array<string> {
   const n = s.length;
   let i = 0;
   while (i < n) {
-    while (i < n && isSpace(s.charCodeAt(i))) i++;
+    while (i < n && isSpace(unitAt(s, i))) i++;
     const start = i;
-    while (i < n && !isSpace(s.charCodeAt(i))) i++;
+    while (i < n && !isSpace(unitAt(s, i))) i++;
     if (i > start) out.push(s.substring(start, i));
   }
   return out;
+}
+
+/**
+ * Allocation-free field splitter for one line of a larger text: `reset(s,
+ * start, end)` finds the fields of s[start, end) exactly as `fields` would,
+ * and `text(i)` materialises one of them only when asked.
+ */
+export class LineFields {
+  src: string = "";
+  count: i32 = 0;
+  private starts: StaticArray<i32> = new StaticArray<i32>(16);
+  private ends: StaticArray<i32> = new StaticArray<i32>(16);
+
+  reset(s: string, start: i32, end: i32): LineFields {
+    this.src = s;
+    let k = 0;
+    let i = start;
+    while (i < end) {
+      while (i < end && isSpace(unitAt(s, i))) i++;
+      const fs = i;
+      while (i < end && !isSpace(unitAt(s, i))) i++;
+      if (i > fs) {
+        if (k == this.starts.length) this.grow();
+        unchecked((this.starts[k] = fs));
+        unchecked((this.ends[k] = i));
+        k++;
+      }
+    }
+    this.count = k;
+    return this;
+  }
+
+  private grow(): void {
+    const n = this.starts.length << 1;
+    const s2 = new StaticArray<i32>(n);
+    const e2 = new StaticArray<i32>(n);
+    for (let i = 0; i < this.starts.length; i++) {
+      unchecked((s2[i] = this.starts[i]));
+      unchecked((e2[i] = this.ends[i]));
+    }
+    this.starts = s2;
+    this.ends = e2;
+  }
+
+  /** Field i as a new string; "" when out of range. */
+  text(i: i32): string {
+    if (i < 0 || i >= this.count) return "";
+    return this.src.substring(unchecked(this.starts[i]), unchecked(this.ends[i]));
+  }
+
+  length(i: i32): i32 {
+    if (i < 0 || i >= this.count) return 0;
+    return unchecked(this.ends[i]) - unchecked(this.starts[i]);
+  }
+
+  /** Field i equals `t` (false when out of range). */
+  is(i: i32, t: string): bool {
+    if (i < 0 || i >= this.count) return false;
+    const p = unchecked(this.starts[i]);
+    const len = unchecked(this.ends[i]) - p;
+    if (len != t.length) return false;
+    return memory.compare(changetype<usize>(this.src) + (<usize>p << 1), changetype<usize>(t), <usize>len << 1) == 0;
+  }
+
+  /** Field i is all ASCII digits (and non-empty). */
+  isDigits(i: i32): bool {
+    if (i < 0 || i >= this.count) return false;
+    const e = unchecked(this.ends[i]);
+    for (let p = unchecked(this.starts[i]); p < e; p++) if (!isDigit(unitAt(this.src, p))) return false;
+    return true;
+  }
 }
 
 /**
@@ -73,13 +176,30 @@ export function fields(s: string): Array<string> {
  * appear in lnetctl/lctl/procfs text, so any of them means binary garbage.
  */
 export function textProblem(s: string): string {
+  const base = changetype<usize>(s);
+  const n = s.length;
   let nonBlank = false;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
+  let i = 0;
+  while (i < n) {
+    if (i + 4 <= n) {
+      // Four units at once when all are printable ASCII (the usual case).
+      const w = load<u64>(base + (<usize>i << 1));
+      if (
+        (w & 0xff80ff80ff80ff80) == 0 &&
+        ((w + 0x0060006000600060) & 0x0080008000800080) == 0x0080008000800080 &&
+        ((w + 0x0001000100010001) & 0x0080008000800080) == 0
+      ) {
+        if (w != 0x0020002000200020) nonBlank = true;
+        i += 4;
+        continue;
+      }
+    }
+    const c = unitAt(s, i);
     if (c == 0xfffd || c == 0x7f || (c < 32 && c != 9 && c != 10 && c != 13)) {
       return "contains binary data";
     }
     if (!isSpace(c)) nonBlank = true;
+    i++;
   }
   return nonBlank ? "" : "is empty";
 }

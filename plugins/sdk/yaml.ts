@@ -10,7 +10,7 @@
 // `---`/`...` markers. Flow collections (`[a, b]`, `{}`) are kept as plain text.
 
 import { Kind, Value } from "./value";
-import { clip, hexValue } from "./strings";
+import { clip, hexValue, lineEnd } from "./strings";
 
 /** Indentation deeper than this is skipped instead of recursed into. */
 export const YAML_MAX_DEPTH: i32 = 48;
@@ -84,8 +84,7 @@ class YamlReader {
     let lineNo = 0;
     let start = 0;
     while (start <= len) {
-      let nl = s.indexOf("\n", start);
-      if (nl < 0) nl = len;
+      const nl = lineEnd(s, start);
       lineNo++;
       this.addLine(start, nl, lineNo);
       start = nl + 1;
@@ -114,8 +113,9 @@ class YamlReader {
     }
     if (c == 35) return; // comment
     if (p == start && end - p >= 3) {
-      const marker = s.substring(p, p + 3);
-      if ((marker == "---" || marker == "...") && (end - p == 3 || this.ch(p + 3) == 32)) return;
+      const m = this.ch(p);
+      const isMarker = (m == 45 || m == 46) && this.ch(p + 1) == m && this.ch(p + 2) == m;
+      if (isMarker && (end - p == 3 || this.ch(p + 3) == 32)) return;
       if (c == 37) return; // %YAML directive
     }
     const k = this.n;

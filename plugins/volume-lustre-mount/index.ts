@@ -6,7 +6,7 @@
 // directory is still there and the driver's stats call can succeed on the
 // empty directory underneath, so kubelet would report a healthy volume whose
 // data is gone. A missing or non-lustre mount at the path is the signal.
-import { Manifest, Result, fields, humanList, openSource, parseError, splitLines } from "../sdk";
+import { Manifest, Result, fields, humanList, openSource, parseError, respond, splitLines } from "../sdk";
 
 const SOURCE = "proc.mounts";
 
@@ -35,21 +35,20 @@ function isOctal(c: i32): bool {
 /** The kernel writes space, tab, newline and backslash in mount fields as \ooo. */
 function unescapeMountField(s: string): string {
   if (s.indexOf("\\") < 0) return s;
-  let out = "";
-  let i = 0;
   const n = s.length;
+  const codes = new Array<i32>();
+  let i = 0;
   while (i < n) {
     const c = s.charCodeAt(i);
     if (c == 92 && i + 3 < n && isOctal(s.charCodeAt(i + 1)) && isOctal(s.charCodeAt(i + 2)) && isOctal(s.charCodeAt(i + 3))) {
-      const v = (s.charCodeAt(i + 1) - 48) * 64 + (s.charCodeAt(i + 2) - 48) * 8 + (s.charCodeAt(i + 3) - 48);
-      out += String.fromCharCode(v);
+      codes.push((s.charCodeAt(i + 1) - 48) * 64 + (s.charCodeAt(i + 2) - 48) * 8 + (s.charCodeAt(i + 3) - 48));
       i += 4;
     } else {
-      out += String.fromCharCode(c);
+      codes.push(c);
       i++;
     }
   }
-  return out;
+  return String.fromCharCodes(codes);
 }
 
 /** "/a/b/" and "/a/b" name the same mount point; "/" stays "/". */
@@ -68,9 +67,13 @@ function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
 }
 
 export function check(input: string): string {
+  return respond(evaluate(input));
+}
+
+function evaluate(input: string): Result {
   const o = openSource(input, SOURCE);
   const failure = o.failure;
-  if (failure !== null) return failure.toJson();
+  if (failure !== null) return failure;
 
   const paths = new Array<string>();
   const staging = o.input.fact("volume.stagingPath");
@@ -78,7 +81,7 @@ export function check(input: string): string {
   if (staging.length > 0) paths.push(normalizePath(staging));
   if (target.length > 0 && !paths.includes(normalizePath(target))) paths.push(normalizePath(target));
   if (paths.length == 0) {
-    return Result.warn("NoVolumePath", "no volume path or staging path was given; nothing to check").toJson();
+    return Result.warn("NoVolumePath", "no volume path or staging path was given; nothing to check");
   }
 
   // <procfs>/mounts: `device mountpoint fstype options dump pass`.
@@ -95,7 +98,7 @@ export function check(input: string): string {
     entries.push(new MountEntry(unescapeMountField(f[0]), normalizePath(unescapeMountField(f[1])), f[2]));
   }
   if (entries.length == 0 || junk > entries.length) {
-    return parseError(o.source, "output does not look like /proc/mounts").toJson();
+    return parseError(o.source, "output does not look like /proc/mounts");
   }
 
   const missing = new Array<string>();
@@ -108,10 +111,10 @@ export function check(input: string): string {
     else if (!devices.includes(e.device)) devices.push(e.device);
   }
   if (missing.length > 0) {
-    return Result.fail("LustreNotMounted", "not mounted: " + humanList(missing) + " (no entry in /proc/mounts)").toJson();
+    return Result.fail("LustreNotMounted", "not mounted: " + humanList(missing) + " (no entry in /proc/mounts)");
   }
   if (wrongType.length > 0) {
-    return Result.fail("NotLustre", "mounted, but not as lustre: " + humanList(wrongType)).toJson();
+    return Result.fail("NotLustre", "mounted, but not as lustre: " + humanList(wrongType));
   }
-  return Result.pass("LustreMounted", humanList(paths) + " mounted from " + humanList(devices)).toJson();
+  return Result.pass("LustreMounted", humanList(paths) + " mounted from " + humanList(devices));
 }
