@@ -21,7 +21,7 @@ import { renderSvg } from "./report/svg.js";
 import { renderReport } from "./report/table.js";
 import { evaluateTargets } from "./report/targets.js";
 import type { BenchResult, ExecRow, H2Row, NewConnRow, ProfileResult, ServerResult } from "./report/types.js";
-import { TARGETS, type ServerTarget } from "./targets.js";
+import { TARGETS, useFakeNode, type ServerTarget } from "./targets.js";
 
 const ALL_SECTIONS = ["memory", "newconn", "throughput", "http", "exec", "plugins"] as const;
 const EXTRA_SECTIONS = ["profile"] as const;
@@ -342,6 +342,12 @@ async function main(): Promise<number> {
   };
   const serverSections = ["memory", "newconn", "throughput", "http"].some((x) => o.sections.has(x as Section));
   if (serverSections) {
+    const compiled = buildCompiledFake();
+    if (typeof compiled === "string") {
+      const scenario = path.join(tmpDir(), "probegate-node");
+      fs.cpSync(path.join(root, "gateway/demo/scenarios/healthy"), scenario, { recursive: true });
+      useFakeNode({ bin: compiled, scenario });
+    } else log(`probegate runs on the demo node's Node.js fakes: ${compiled.error}`);
     for (const t of TARGETS.filter((x) => !o.targets || o.targets.includes(x.id))) result.servers.push(await benchServer(t, o, pl, haveH2load));
   }
   if (o.sections.has("exec")) result.exec = await benchExec(pl);

@@ -4,8 +4,6 @@ import { Metrics } from "../observability/metrics.js";
 import { CAPABILITY_NAMES, type IdentityConfig } from "../services/identity.js";
 import { LocalProbeSource } from "../services/probe-source.js";
 import { ListenError } from "../transport/listeners.js";
-import { EngineVolumeChecker } from "../upstream/engine-volume-checker.js";
-import { createUpstreamGateway } from "../upstream/index.js";
 import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
@@ -89,13 +87,16 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
 
-  const upstream = cfg.upstream
-    ? createUpstreamGateway({
+  // Gateway-mode code is loaded only in gateway mode: it is not small, and RSS matters on every node.
+  const upstreamMod = cfg.upstream ? await import("../upstream/index.js") : undefined;
+  const volumeMod = cfg.upstream ? await import("../upstream/engine-volume-checker.js") : undefined;
+  const upstream = cfg.upstream && upstreamMod && volumeMod
+    ? upstreamMod.createUpstreamGateway({
         upstream: cfg.upstream.display,
         gate: cfg.gate,
         readiness: checks.engine,
         localProbe: new LocalProbeSource(checks.engine),
-        volumeChecker: new EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
+        volumeChecker: new volumeMod.EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
         logger,
         metrics,
         timeoutCapMs: cfg.upstreamTimeoutCapMs,

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll } from "vitest";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 export const BIN = path.join(ROOT, "bin", "probegate.js");
@@ -20,6 +21,17 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
+
+// Every process a test starts is reaped when the test file ends, even if the
+// test failed before stopping it: a leaked gateway would skew later tests and
+// benchmarks on a shared 2-core machine.
+const live = new Set<ChildProcess>();
+afterAll(() => {
+  for (const c of live) c.kill("SIGKILL");
+});
+process.once("exit", () => {
+  for (const c of live) c.kill("SIGKILL");
+});
 
 export function tempDir(prefix = "probegate-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -52,6 +64,8 @@ export async function startGatewayProcess(
     env: { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  live.add(child);
+  child.once("exit", () => live.delete(child));
   let err = "";
   const lines: Array<Record<string, unknown>> = [];
   child.stderr!.setEncoding("utf8");
@@ -115,6 +129,8 @@ export function runProbegate(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    live.add(child);
+    child.once("exit", () => live.delete(child));
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));

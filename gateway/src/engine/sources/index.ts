@@ -16,10 +16,9 @@ import {
   type RunContext,
   type SourceDef,
 } from "./definitions.js";
-import { loadSourcesFile } from "./sources-file.js";
 
 export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
-export { SourcesFileError } from "./sources-file.js";
+export { SourcesFileError } from "./sources-file-error.js";
 
 export interface SourceResult {
   ok: boolean;
@@ -141,6 +140,8 @@ export class SourceCatalog {
     const ctx: RunContext = { env: opts.env ?? process.env, commandPrefix: [...(opts.commandPrefix ?? [])] };
     const defs = builtinSources(opts, d, ctx);
     if (opts.sourcesFile !== undefined) {
+      // Loaded on demand: most gateways have no --sources file and need no YAML parser.
+      const { loadSourcesFile } = await import("./sources-file.js");
       const custom = await loadSourcesFile(opts.sourcesFile, new Set(BUILTIN_SOURCE_NAMES));
       for (const c of custom) {
         defs.push(

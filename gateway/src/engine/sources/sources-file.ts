@@ -13,6 +13,7 @@
 import { readFile } from "node:fs/promises";
 import { LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
+import { SourcesFileError } from "./sources-file-error.js";
 import { parseDuration, parseSize } from "./units.js";
 
 export interface CustomSourceConfig {
@@ -99,9 +100,6 @@ const entrySchema = z.strictObject({
 
 const fileSchema = z.array(entrySchema, { error: "expected a list of sources" }).max(256);
 
-export class SourcesFileError extends Error {
-  override name = "SourcesFileError";
-}
 
 export async function loadSourcesFile(file: string, reservedNames: ReadonlySet<string>): Promise<CustomSourceConfig[]> {
   let text: string;
