@@ -11,6 +11,9 @@ export default defineConfig({
     // Integration tests start real gateway processes; this machine has 2 shared cores.
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // The JSON report lets .ci/run print a plain "N passed, N failed" line.
+    reporters: ["default", "json"],
+    outputFile: { json: "dist/test-results.json" },
     pool: "forks",
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
   },
