@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
+import type { CommandResult } from "./run-command.js";
 import {
   commandSource,
   fileSource,
@@ -20,13 +21,8 @@ import {
 export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
 export { SourcesFileError } from "./sources-file-error.js";
 
-export interface SourceResult {
-  ok: boolean;
-  exitCode: number | null;
-  stdout: string;
-  stderr: string;
-  error: string | null;
-  truncated: boolean;
+/** What plugins see of a source: a command's result, stamped with when it was produced. */
+export interface SourceResult extends Omit<CommandResult, "outcome"> {
   /** Date.now() when produced; the engine turns it into ageMs. */
   fetchedAtMs: number;
 }
