@@ -3,7 +3,7 @@ import type { LevelWithSilent } from "pino";
 import { LOG_LEVELS } from "../observability/logger.js";
 import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
 import { parseEndpoint, type Endpoint } from "../transport/endpoint.js";
-import { parseDuration } from "./duration.js";
+import { parseDuration } from "../engine/sources/units.js";
 import { parseArgsOptions } from "./flags.js";
 
 /** A bad command line: printed as one line, exit code 2. */
@@ -43,7 +43,7 @@ const GATES: readonly GateName[] = ["node-stage", "node-publish"];
 
 function duration(flag: string, value: string): number {
   const ms = parseDuration(value);
-  if (ms === undefined) throw new UsageError(`--${flag}: invalid duration "${value}" (use e.g. 500ms, 5s, 1m)`);
+  if (ms === null) throw new UsageError(`--${flag}: invalid duration "${value}" (use e.g. 500ms, 5s, 1m)`);
   return ms;
 }
 

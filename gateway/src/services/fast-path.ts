@@ -12,6 +12,7 @@ import {
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import { parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import type { StreamContext, StreamRoute } from "../transport/stream-route.js";
 import { grpcPercentEncode } from "./decode-errors.js";
 import { healthStatus, unknownServiceMessage } from "./health.js";
@@ -39,8 +40,6 @@ const CHECK_FRAMES = new Map<Status, Buffer>(
 );
 const OK_TRAILERS: OutgoingHttpHeaders = { "grpc-status": "0" };
 
-/** gRPC timeouts: up to 8 digits and a unit (RFC-less, from the gRPC HTTP/2 protocol spec). */
-const GRPC_TIMEOUT = /^\d{1,8}[HMSmun]$/;
 
 /** Connect answers with the first encoding the client accepts that it supports; so do we. */
 function responseEncoding(accept: string | string[] | undefined): string | undefined {
@@ -193,7 +192,8 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
     const enc = headers["grpc-encoding"];
     if (enc !== undefined && enc !== "identity") return false;
     const timeout = headers["grpc-timeout"];
-    if (timeout !== undefined && !GRPC_TIMEOUT.test(String(timeout))) return false;
+    // A malformed deadline is Connect's to refuse, in its own words.
+    if (timeout !== undefined && parseGrpcTimeout(timeout) === undefined) return false;
     const encoding = responseEncoding(headers["grpc-accept-encoding"]);
 
     stream.on("error", () => {});

@@ -6,7 +6,7 @@ import { unavailableMessage, type UpstreamConnection } from "./connection.js";
 import { gatedPaths, notReadyReason } from "./gating.js";
 import { encodeFrame, singleMessage } from "./grpc-frames.js";
 import { encodeGrpcMessage, respondStatus, Status, statusForRstCode, statusName, statusOf } from "./grpc-status.js";
-import { formatGrpcTimeout, parseGrpcTimeout } from "./grpc-timeout.js";
+import { formatGrpcTimeout, parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import { volumeRefFromRequest, withVolumeCondition, withVolumeConditionCapability } from "./intercept.js";
 import {
   isForwardedPath,

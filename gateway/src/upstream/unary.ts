@@ -2,7 +2,7 @@ import http2 from "node:http2";
 import type { UpstreamConnection } from "./connection.js";
 import { encodeFrame, singleMessage } from "./grpc-frames.js";
 import { decodeGrpcMessage, statusForRstCode, statusOf, Status } from "./grpc-status.js";
-import { formatGrpcTimeout } from "./grpc-timeout.js";
+import { formatGrpcTimeout } from "../transport/grpc-timeout.js";
 
 export type UnaryResult =
   | { kind: "reply"; status: number; message: string; body: Buffer | undefined }

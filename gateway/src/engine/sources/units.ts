@@ -2,14 +2,18 @@
 // refused on purpose: "timeout: 3" could mean seconds or milliseconds, and
 // guessing wrong turns a 3 s timeout into a 3 ms one.
 
-const DURATION = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$/;
-const DURATION_FACTOR: Record<string, number> = { ms: 1, s: 1000, m: 60_000 };
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
-/** "500ms", "3s", "1.5s", "2m" → milliseconds (integer), or null. */
+/**
+ * "500ms", "3s", "1.5s", "2m", "1m30s" → milliseconds (integer), or null: the
+ * Go-style durations Kubernetes manifests use, for flags and the --sources file.
+ */
 export function parseDuration(text: string): number | null {
-  const m = DURATION.exec(text.trim());
-  if (!m) return null;
-  const ms = Math.round(Number(m[1]) * DURATION_FACTOR[m[2]!]!);
+  const s = text.trim();
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(s)) return null;
+  let total = 0;
+  for (const m of s.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * UNIT_MS[m[2]!]!;
+  const ms = Math.round(total);
   return Number.isSafeInteger(ms) ? ms : null;
 }
 
