@@ -3,7 +3,7 @@
 // driver's readiness script is fooled by exactly that).
 import {
   Manifest, Result, respond, Value, findLnetError, humanList, isLoopbackNid, isValidIfName,
-  isValidNid, openSource, parseError, parseYaml, oneLine, clip, UniqueList, findText,
+  isValidNid, openSource, parseError, parseYaml, oneLine, clip, UniqueList, textIs, joinStrings,
 } from "../sdk";
 
 const SOURCE = "lnetctl.net_show";
@@ -26,7 +26,7 @@ function evaluate(input: string): Result {
 
   const doc = parseYaml(o.text);
   // Only an error document mentions errno; skip walking a big healthy tree.
-  const err = findText(o.text, "errno") >= 0 ? findLnetError(doc.root) : null;
+  const err = doc.hasKey("errno") ? findLnetError(doc.root) : null;
   if (err !== null) {
     return Result.fail("LNetError", "lnetctl net show reported errno " + err.errno + ": " + clip(oneLine(err.descr), 300));
   }
@@ -57,8 +57,13 @@ function evaluate(input: string): Result {
       }
       if (isLoopbackNid(nid)) continue;
       remoteNis++;
+      // Compared in place: no string for the common `status: up`.
+      if (textIs(ni, "status", "up")) {
+        collectInterfaces(ni.get("interfaces"), ifaces, badIfaces);
+        continue;
+      }
       const status = ni.getText("status");
-      if (status != "up") down.push(nid + " (" + (status.length > 0 ? status : "no status") + ")");
+      down.push(nid + " (" + (status.length > 0 ? status : "no status") + ")");
       collectInterfaces(ni.get("interfaces"), ifaces, badIfaces);
     }
   }
@@ -73,7 +78,7 @@ function evaluate(input: string): Result {
   }
   if (badIfaces.length > 0) r.message += "; ignored invalid interface name(s): " + humanList(badIfaces.items, 3);
   if (doc.stray > 0) r.message += "; ignored " + doc.stray.toString() + " non-YAML line(s)";
-  if (ifaces.length > 0) r.fact("lnet.interfaces", ifaces.items.join(","));
+  if (ifaces.length > 0) r.fact("lnet.interfaces", joinStrings(ifaces.items, ","));
   return r;
 }
 
@@ -81,9 +86,7 @@ function collectInterfaces(v: Value | null, out: UniqueList, bad: UniqueList): v
   if (v === null) return;
   // `interfaces:` is a map `0: eth0`; some emitters print a list instead.
   for (let i = 0; i < v.length; i++) {
-    const item = v.at(i);
-    if (item === null) continue;
-    const name = item.text();
+    const name = v.textAt(i);
     if (isValidIfName(name)) out.add(name);
     else bad.add(clip(oneLine(name), 20));
   }

@@ -26,6 +26,9 @@ export class Source {
   ageMs: f64 = 0;
 }
 
+/** Largest input (UTF-16 units) heap room has been reserved for; see CheckInput.parse. */
+let reservedFor: i32 = 0;
+
 export class CheckInput {
   /** Non-empty when the input itself could not be decoded. */
   error: string = "";
@@ -49,8 +52,19 @@ export class CheckInput {
     // Under the minimal runtime the host's next input (about as large as this
     // one) must fit in what this call frees, or the allocator grows memory
     // (doubling it) to place it. The decoded outputs are smaller than the
-    // escaped input, so leave a block of slack behind with them.
-    if (ASC_RUNTIME == 1 && json.length >= 16384) __new(<usize>json.length, idof<ArrayBuffer>());
+    // escaped input, so leave a block of slack behind with them. Besides, the
+    // previous call's input is still in the heap while this call runs (the
+    // host unpinned it; this call's collection frees it), so calls after the
+    // first need one input's worth more: the first large call reserves that
+    // once (again only for a larger input).
+    if (ASC_RUNTIME == 1 && json.length >= 16384) {
+      let slack = <usize>json.length;
+      if (json.length > reservedFor) {
+        slack += <usize>json.length << 1;
+        reservedFor = json.length;
+      }
+      __new(slack, idof<ArrayBuffer>());
+    }
     input.mode = root.getText("mode");
     const sources = root.get("sources");
     if (sources !== null && sources.isObject) {

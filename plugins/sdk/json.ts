@@ -329,6 +329,22 @@ function toNumber(text: string): f64 {
     if (isDigit(c) && (sig > 0 || c != 48)) sig++;
   }
   if (sig <= 15) return parseFloat(text);
+  // Integers up to 18 digits are exact in i64, and i64 -> f64 rounds
+  // correctly, so safe integers such as 1388617509139421 round-trip exactly.
+  const neg0 = text.charCodeAt(0) == 45;
+  if (n - (neg0 ? 1 : 0) <= 18) {
+    let whole: i64 = 0;
+    let integral = true;
+    for (let i = neg0 ? 1 : 0; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (!isDigit(c)) {
+        integral = false;
+        break;
+      }
+      whole = whole * 10 + <i64>(c - 48);
+    }
+    if (integral) return neg0 ? -(<f64>whole) : <f64>whole;
+  }
   let neg = false;
   let digits = "";
   let pointExp = 0; // power-of-ten shift implied by the decimal point

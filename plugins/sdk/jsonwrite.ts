@@ -3,6 +3,7 @@
 // the host never sees ill-formed UTF-16 it would have to repair.
 
 import { Kind, Value, formatNumber } from "./value";
+import { joinStrings } from "./strings";
 
 const HEX = "0123456789abcdef";
 
@@ -62,7 +63,7 @@ export function jsonString(s: string): string {
   }
   if (segStart < n) parts.push(s.substring(segStart));
   parts.push('"');
-  return parts.join("");
+  return joinStrings(parts);
 }
 
 /** Builds one JSON object; values are appended in call order. */
@@ -82,7 +83,7 @@ export class JsonObjectWriter {
   stringArray(key: string, values: Array<string>): JsonObjectWriter {
     const items = new Array<string>(values.length);
     for (let i = 0; i < values.length; i++) items[i] = jsonString(values[i]);
-    this.parts.push(jsonString(key) + ":[" + items.join(",") + "]");
+    this.parts.push(jsonString(key) + ":[" + joinStrings(items, ",") + "]");
     return this;
   }
 
@@ -93,7 +94,7 @@ export class JsonObjectWriter {
   }
 
   toString(): string {
-    return "{" + this.parts.join(",") + "}";
+    return "{" + joinStrings(this.parts, ",") + "}";
   }
 }
 
@@ -119,18 +120,18 @@ export function utf8Length(s: string): i32 {
 /** Serialises a decoded tree back to JSON (YAML scalars become strings). */
 export function stringify(v: Value | null): string {
   if (v === null) return "null";
-  if (v.kind == Kind.String) return jsonString(v.str);
+  if (v.kind == Kind.String) return jsonString(v.text());
   if (v.kind == Kind.Number) return isFinite(v.num) ? formatNumber(v.num) : "null";
   if (v.kind == Kind.Bool) return v.num != 0 ? "true" : "false";
   if (v.kind == Kind.Array) {
     const parts = new Array<string>(v.length);
     for (let i = 0; i < v.length; i++) parts[i] = stringify(v.at(i));
-    return "[" + parts.join(",") + "]";
+    return "[" + joinStrings(parts, ",") + "]";
   }
   if (v.kind == Kind.Object) {
     const parts = new Array<string>(v.length);
     for (let i = 0; i < v.length; i++) parts[i] = jsonString(v.keyAt(i)) + ":" + stringify(v.at(i));
-    return "{" + parts.join(",") + "}";
+    return "{" + joinStrings(parts, ",") + "}";
   }
   return "null";
 }

@@ -16,8 +16,31 @@ export function lineEnd(s: string, from: i32): i32 {
   const n = s.length;
   const base = changetype<usize>(s);
   let i = from < 0 ? 0 : from;
+  // Four units at a time: a lane equal to LF becomes zero after the xor.
+  while (i + 4 <= n) {
+    const x = load<u64>(base + (<usize>i << 1)) ^ 0x000a000a000a000a;
+    if (((x - 0x0001000100010001) & ~x & 0x8000800080008000) != 0) break;
+    i += 4;
+  }
   while (i < n && load<u16>(base + (<usize>i << 1)) != 10) i++;
   return i;
+}
+
+/** Number of LF units in `s`. */
+export function countLf(s: string): i32 {
+  const n = s.length;
+  const base = changetype<usize>(s);
+  let count = 0;
+  let i = 0;
+  while (i + 4 <= n) {
+    const x = load<u64>(base + (<usize>i << 1)) ^ 0x000a000a000a000a;
+    if (((x - 0x0001000100010001) & ~x & 0x8000800080008000) != 0) {
+      for (let k = 0; k < 4; k++) if (load<u16>(base + (<usize>(i + k) << 1)) == 10) count++;
+    }
+    i += 4;
+  }
+  for (; i < n; i++) if (load<u16>(base + (<usize>i << 1)) == 10) count++;
+  return count;
 }
 
 /** Splits on LF, dropping a CR before it (CRLF output from some wrappers). */
@@ -225,7 +248,7 @@ export function oneLine(s: string): string {
     }
   }
   if (segStart >= 0) parts.push(s.substring(segStart));
-  return parts.join("");
+  return joinStrings(parts);
 }
 
 /** At most `max` UTF-16 units, never splitting a surrogate pair; marks the cut with "…". */
@@ -240,15 +263,47 @@ export function clip(s: string, max: i32): string {
   return s.substring(0, end) + "…";
 }
 
+/**
+ * `parts[0…count)` joined with `sep` (all of them when count < 0) in one
+ * allocation. AssemblyScript 0.28's Array#join concatenates pairwise, which
+ * is quadratic: joining 1,024 interface names cost ~1 ms and 16 MiB of heap.
+ */
+export function joinStrings(parts: Array<string>, sep: string = "", count: i32 = -1): string {
+  let n = parts.length;
+  if (count >= 0 && count < n) n = count;
+  if (n <= 0) return "";
+  if (n == 1) return parts[0];
+  const sepLen = sep.length;
+  let total = sepLen * (n - 1);
+  for (let i = 0; i < n; i++) total += unchecked(parts[i]).length;
+  const out = changetype<string>(__new(<usize>total << 1, idof<string>()));
+  const ob = changetype<usize>(out);
+  const sb = changetype<usize>(sep);
+  let o: usize = 0;
+  for (let i = 0; i < n; i++) {
+    if (i > 0 && sepLen > 0) {
+      memory.copy(ob + o, sb, <usize>sepLen << 1);
+      o += <usize>sepLen << 1;
+    }
+    const part = unchecked(parts[i]);
+    const bytes = <usize>part.length << 1;
+    memory.copy(ob + o, changetype<usize>(part), bytes);
+    o += bytes;
+  }
+  return out;
+}
+
 /** "a, b and c"; beyond `max` names, "a, b, … and 7 more". */
 export function humanList(names: Array<string>, max: i32 = 10): string {
   const n = names.length;
   if (n == 0) return "";
   if (n == 1) return names[0];
   if (n <= max) {
-    return names.slice(0, n - 1).join(", ") + " and " + names[n - 1];
+    return joinStrings(names, ", ", n - 1) + " and " + names[n - 1];
   }
-  return names.slice(0, max).join(", ") + " and " + (n - max).toString() + " more";
+  // Array#slice semantics for a negative max (counts from the end).
+  const shown = max >= 0 ? max : (n + max > 0 ? n + max : 0);
+  return joinStrings(names, ", ", shown) + " and " + (n - max).toString() + " more";
 }
 
 /** Appends `s` unless already present (keeps first-seen order). Linear: for short lists. */

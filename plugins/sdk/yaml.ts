@@ -8,9 +8,14 @@
 // indentation), `- key: v` items with any padding after the dash, plain,
 // single- and double-quoted scalars, comments, CRLF, trailing blanks,
 // `---`/`...` markers. Flow collections (`[a, b]`, `{}`) are kept as plain text.
+//
+// The document is a YamlTree (flat integer arrays, see yamltree.ts); `root`
+// and everything reached from it are views, and keys and scalars stay offsets
+// into the text until a plugin reads them.
 
 import { Kind, Value } from "./value";
-import { clip, hexValue, lineEnd } from "./strings";
+import { clip, countLf, lineEnd } from "./strings";
+import { YamlTree, quotedEnd } from "./yamltree";
 
 /** Indentation deeper than this is skipped instead of recursed into. */
 export const YAML_MAX_DEPTH: i32 = 48;
@@ -23,6 +28,16 @@ export class YamlDoc {
   /** The first skipped line (clipped), for messages. */
   firstStray: string = "";
   firstStrayLine: i32 = 0;
+  tree: YamlTree | null = null;
+
+  /**
+   * Whether some mapping anywhere has an entry `key` (e.g. lnetctl's `errno`),
+   * checked over the parsed keys without building a string per key.
+   */
+  hasKey(key: string): bool {
+    const t = this.tree;
+    return t !== null && t.hasKeyAnywhere(key);
+  }
 }
 
 export function parseYaml(text: string): YamlDoc {
@@ -43,19 +58,24 @@ class YamlReader {
   ind: StaticArray<i32>;
   num: StaticArray<i32>;
   n: i32 = 0;
+  /** Structural lines opening with `-` (sizes the tree; see run). */
+  items: i32 = 0;
   cur: i32 = 0;
+  tree: YamlTree;
+  /** Children of the containers being read, innermost last. */
+  stack: StaticArray<i32> = new StaticArray<i32>(64);
+  sp: i32 = 0;
 
   constructor(src: string) {
     this.src = src;
     const base = changetype<usize>(src);
     this.base = base;
-    let lines = 1;
-    const n = src.length;
-    for (let i = 0; i < n; i++) if (load<u16>(base + (<usize>i << 1)) == 10) lines++;
+    const lines = countLf(src) + 1;
     this.cs = new StaticArray<i32>(lines);
     this.ce = new StaticArray<i32>(lines);
     this.ind = new StaticArray<i32>(lines);
     this.num = new StaticArray<i32>(lines);
+    this.tree = new YamlTree(src, 0);
   }
 
   @inline ch(i: i32): i32 {
@@ -64,13 +84,18 @@ class YamlReader {
 
   run(): YamlDoc {
     this.index();
+    // One node per structural line plus one per `- key:` item covers lnetctl
+    // output exactly, so the tree's arrays are allocated once (growth would
+    // leave the smaller copies as holes in the heap).
+    this.tree = new YamlTree(this.src, this.n + this.items + 8);
+    this.doc.tree = this.tree;
     // Leading noise (a warning printed before the document) must not become
     // the document's root scalar.
     while (this.cur < this.n && !this.isItem(this.cur) && this.keyColon(this.cur) < 0) {
       this.stray(this.cur);
       this.cur++;
     }
-    if (this.cur < this.n) this.doc.root = this.parseNode(0);
+    if (this.cur < this.n) this.doc.root = Value.view(this.tree, this.parseNode(0));
     while (this.cur < this.n) {
       this.stray(this.cur);
       this.cur++;
@@ -124,6 +149,7 @@ class YamlReader {
     unchecked(this.ind[k] = p - start);
     unchecked(this.num[k] = lineNo);
     this.n = k + 1;
+    if (c == 45) this.items++;
   }
 
   private stray(k: i32): void {
@@ -151,7 +177,7 @@ class YamlReader {
     const e = unchecked(this.ce[k]);
     const c = this.ch(p);
     if (c == 34 || c == 39) {
-      const q = this.quotedEnd(p, e);
+      const q = quotedEnd(this.base, p, e);
       if (q < 0) return -1;
       let j = q;
       while (j < e && this.ch(j) == 32) j++;
@@ -167,53 +193,51 @@ class YamlReader {
     return -1;
   }
 
-  /** Offset just past the closing quote of the scalar opening at p, or -1. */
-  private quotedEnd(p: i32, e: i32): i32 {
-    const s = this.src;
-    const q = this.ch(p);
-    let i = p + 1;
-    while (i < e) {
-      const c = this.ch(i);
-      if (q == 34 && c == 92) {
-        i += 2;
-        continue;
-      }
-      if (c == q) {
-        if (q == 39 && i + 1 < e && this.ch(i + 1) == 39) {
-          i += 2;
-          continue;
-        }
-        return i + 1;
-      }
-      i++;
+  private push(node: i32): void {
+    const sp = this.sp;
+    let st = this.stack;
+    if (sp >= st.length) {
+      const grown = new StaticArray<i32>(st.length * 2);
+      memory.copy(changetype<usize>(grown), changetype<usize>(st), <usize>sp << 2);
+      this.stack = st = grown;
     }
-    return -1;
+    unchecked((st[sp] = node));
+    this.sp = sp + 1;
   }
 
-  private parseNode(depth: i32): Value {
+  /** Closes a container whose children were pushed since stack depth `from`. */
+  private close(kind: i32, from: i32, line: i32): i32 {
+    const n = this.sp - from;
+    const first = this.tree.addKids(this.stack, from, n);
+    this.sp = from;
+    return this.tree.add(kind, first, n, line);
+  }
+
+  private parseNode(depth: i32): i32 {
     const k = this.cur;
     if (depth > YAML_MAX_DEPTH) return this.skipBlock(unchecked(this.ind[k]));
     if (this.isItem(k)) return this.parseSeq(unchecked(this.ind[k]), depth);
     if (this.keyColon(k) >= 0) return this.parseMap(unchecked(this.ind[k]), depth);
-    const v = this.scalar(unchecked(this.cs[k]), unchecked(this.ce[k]));
-    v.line = unchecked(this.num[k]);
+    const v = this.scalar(unchecked(this.cs[k]), unchecked(this.ce[k]), unchecked(this.num[k]));
     this.cur++;
     return v;
   }
 
-  private skipBlock(col: i32): Value {
+  private skipBlock(col: i32): i32 {
+    const line = unchecked(this.num[this.cur]);
     this.stray(this.cur);
     this.cur++;
     while (this.cur < this.n && unchecked(this.ind[this.cur]) >= col) {
       this.stray(this.cur);
       this.cur++;
     }
-    return Value.newNull();
+    return this.tree.add(Kind.Null, 0, 0, line);
   }
 
-  private parseMap(col: i32, depth: i32): Value {
-    const m = Value.newObject();
-    m.line = unchecked(this.num[this.cur]);
+  private parseMap(col: i32, depth: i32): i32 {
+    const from = this.sp;
+    const line = unchecked(this.num[this.cur]);
+    const tree = this.tree;
     while (this.cur < this.n) {
       const k = this.cur;
       const c = unchecked(this.ind[k]);
@@ -226,34 +250,34 @@ class YamlReader {
         this.cur++;
         continue;
       }
-      const key = this.keyText(unchecked(this.cs[k]), colon);
+      const ks = unchecked(this.cs[k]);
+      let ke = colon;
+      while (ke > ks && this.ch(ke - 1) == 32) ke--;
       let vs = colon + 1;
       const e = unchecked(this.ce[k]);
       while (vs < e && this.ch(vs) == 32) vs++;
       this.cur++;
+      let child: i32;
       if (vs < e && this.ch(vs) != 35) {
-        const v = this.scalar(vs, e);
-        v.line = unchecked(this.num[k]);
-        m.set(key, v);
-        continue;
-      }
-      if (this.cur < this.n && unchecked(this.ind[this.cur]) > col) {
-        m.set(key, this.parseNode(depth + 1));
+        child = this.scalar(vs, e, unchecked(this.num[k]));
+      } else if (this.cur < this.n && unchecked(this.ind[this.cur]) > col) {
+        child = this.parseNode(depth + 1);
       } else if (this.cur < this.n && unchecked(this.ind[this.cur]) == col && this.isItem(this.cur)) {
         // Sequence written at the key's own indentation (`key:` / `- item`).
-        m.set(key, this.parseSeq(col, depth + 1));
+        child = this.parseSeq(col, depth + 1);
       } else {
-        const nul = Value.newNull();
-        nul.line = unchecked(this.num[k]);
-        m.set(key, nul);
+        child = tree.add(Kind.Null, 0, 0, unchecked(this.num[k]));
       }
+      tree.setF(child, 1, ks);
+      tree.setF(child, 2, ke);
+      this.push(child);
     }
-    return m;
+    return this.close(Kind.Object, from, line);
   }
 
-  private parseSeq(col: i32, depth: i32): Value {
-    const seq = Value.newArray();
-    seq.line = unchecked(this.num[this.cur]);
+  private parseSeq(col: i32, depth: i32): i32 {
+    const from = this.sp;
+    const line = unchecked(this.num[this.cur]);
     while (this.cur < this.n) {
       const k = this.cur;
       const c = unchecked(this.ind[k]);
@@ -269,59 +293,23 @@ class YamlReader {
       while (p < e && this.ch(p) == 32) p++;
       if (p >= e) {
         this.cur++;
-        if (this.cur < this.n && unchecked(this.ind[this.cur]) > col) seq.push(this.parseNode(depth + 1));
-        else seq.push(Value.newNull());
+        if (this.cur < this.n && unchecked(this.ind[this.cur]) > col) this.push(this.parseNode(depth + 1));
+        else this.push(this.tree.add(Kind.Null, 0, 0, unchecked(this.num[k])));
         continue;
       }
       // Re-read the rest of the line as if it started at its own column, so
       // `-     nid: x` followed by `      status: up` forms one mapping.
-      unchecked(this.ind[k] = c + (p - unchecked(this.cs[k])));
-      unchecked(this.cs[k] = p);
-      seq.push(this.parseNode(depth + 1));
+      unchecked((this.ind[k] = c + (p - unchecked(this.cs[k]))));
+      unchecked((this.cs[k] = p));
+      this.push(this.parseNode(depth + 1));
     }
-    return seq;
+    return this.close(Kind.Array, from, line);
   }
 
-  private keyText(p: i32, colon: i32): string {
-    const s = this.src;
+  /** Scalar node: plain text trimmed of blanks and a ` #` comment; quoted text decoded on read. */
+  private scalar(p: i32, e: i32, line: i32): i32 {
     const c = this.ch(p);
-    if (c == 34 || c == 39) {
-      let e = colon;
-      while (e > p && this.ch(e - 1) == 32) e--;
-      return this.scalar(p, e).text();
-    }
-    let e = colon;
-    while (e > p && this.ch(e - 1) == 32) e--;
-    return this.intern(p, e);
-  }
-
-  // The same few keys (`nid`, `status`, …) repeat on thousands of lines;
-  // reusing one string per key avoids most of the parser's allocations.
-  private keyCache: StaticArray<string> = new StaticArray<string>(64);
-
-  private intern(p: i32, e: i32): string {
-    const len = e - p;
-    if (len <= 0) return "";
-    const h = (len * 31 + this.ch(p) * 7 + this.ch(e - 1)) & 63;
-    const cached = unchecked(this.keyCache[h]);
-    if (changetype<usize>(cached) != 0 && cached.length == len) {
-      if (memory.compare(changetype<usize>(cached), this.base + (<usize>p << 1), <usize>len << 1) == 0) return cached;
-    }
-    const key = this.src.substring(p, e);
-    unchecked(this.keyCache[h] = key);
-    return key;
-  }
-
-  private scalar(p: i32, e: i32): Value {
-    const s = this.src;
-    const c = this.ch(p);
-    if (c == 34) return Value.newString(this.doubleQuoted(p, e));
-    if (c == 39) {
-      const q = this.quotedEnd(p, e);
-      const inner = s.substring(p + 1, q < 0 ? e : q - 1);
-      return Value.newString(inner.includes("''") ? inner.replaceAll("''", "'") : inner);
-    }
-    // Plain scalar: a comment starts at " #".
+    if (c == 34 || c == 39) return this.tree.add(Kind.String, p, e, line);
     let end = e;
     for (let i = p + 1; i < e; i++) {
       if (this.ch(i) == 35 && this.ch(i - 1) == 32) {
@@ -330,49 +318,12 @@ class YamlReader {
       }
     }
     while (end > p && this.ch(end - 1) == 32) end--;
-    if (end == p) return Value.newNull();
-    const text = s.substring(p, end);
-    if (text == "~" || text == "null") return new Value(Kind.Null, text);
-    return Value.newString(text);
-  }
-
-  /** Unterminated quotes are tolerated: the rest of the line is the value. */
-  private doubleQuoted(p: i32, e: i32): string {
-    const s = this.src;
-    const parts = new Array<string>();
-    let seg = p + 1;
-    let i = p + 1;
-    while (i < e) {
-      const c = this.ch(i);
-      if (c == 34) break;
-      if (c != 92 || i + 1 >= e) {
-        i++;
-        continue;
-      }
-      if (i > seg) parts.push(s.substring(seg, i));
-      const x = this.ch(i + 1);
-      i += 2;
-      if (x == 110) parts.push("\n");
-      else if (x == 116) parts.push("\t");
-      else if (x == 114) parts.push("\r");
-      else if (x == 48) parts.push("\0");
-      else if (x == 120 || x == 117) {
-        const digits = x == 120 ? 2 : 4;
-        let code = 0;
-        let okHex = i + digits <= e;
-        for (let d = 0; okHex && d < digits; d++) {
-          const h = hexValue(this.ch(i + d));
-          if (h < 0) okHex = false;
-          else code = (code << 4) | h;
-        }
-        if (okHex) {
-          parts.push(String.fromCharCode(code));
-          i += digits;
-        } else parts.push(String.fromCharCode(x));
-      } else parts.push(String.fromCharCode(x)); // \" \\ \/ and unknowns
-      seg = i;
+    const len = end - p;
+    if (len == 0) return this.tree.add(Kind.Null, 0, 0, line);
+    if (len == 1 && c == 126) return this.tree.add(Kind.Null, 0, 0, line); // ~
+    if (len == 4 && c == 110 && this.ch(p + 1) == 117 && this.ch(p + 2) == 108 && this.ch(p + 3) == 108) {
+      return this.tree.add(Kind.Null, 0, 0, line); // null
     }
-    if (i > seg) parts.push(s.substring(seg, i < e ? i : e));
-    return parts.join("");
+    return this.tree.add(Kind.String, p, end, line);
   }
 }

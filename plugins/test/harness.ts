@@ -66,7 +66,7 @@ export function loadSdkProbe(): Promise<any> {
       const ptr = ex.__pin(ex.__newString(s));
       try {
         const r = ex[fn](ptr);
-        return typeof r === "number" && fn !== "jsonRoundtrip" && fn !== "yamlToJson" && fn !== "quote" ? r : ex.__getString(r);
+        return typeof r === "number" && fn !== "jsonRoundtrip" && fn !== "yamlToJson" && fn !== "quote" && fn !== "yamlLookup" && fn !== "joinProbe" ? r : ex.__getString(r);
       } finally {
         ex.__unpin(ptr);
       }
@@ -79,6 +79,9 @@ export function loadSdkProbe(): Promise<any> {
       ipv6Valid: (s: string) => call("ipv6Valid")(s) === 1,
       ifNameValid: (s: string) => call("ifNameValid")(s) === 1,
       lineCount: call("lineCount") as (s: string) => number,
+      yamlLookup: (key: string, want: string, doc: string) =>
+        JSON.parse(call("yamlLookup")(`${key}|${want}\n${doc}`)) as { getText: string; textIs: boolean; has: boolean; hasKey: boolean; keys: string[] },
+      joinProbe: (s: string) => JSON.parse(call("joinProbe")(s)) as [string, string],
     };
   })();
   return probe;

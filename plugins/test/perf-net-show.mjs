@@ -45,5 +45,7 @@ for (const verbose of [false, true]) {
   const big = run(generatedNetShow(1024, { verbose }), 300);
   console.log(`1024 NIs${verbose ? " -v" : ""}: ${big.chars} chars, ${big.us.toFixed(1)} µs per check -> ${JSON.parse(big.out).reason}`);
 }
-const small = run(generatedNetShow(1), 2000);
-console.log(`1 NI: ${small.us.toFixed(1)} µs per check`);
+for (const count of [16, 1]) {
+  const small = run(generatedNetShow(count), 2000);
+  console.log(`${count} NI${count > 1 ? "s" : ""}: ${small.us.toFixed(1)} µs per check`);
+}
