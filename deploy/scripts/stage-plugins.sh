@@ -25,11 +25,18 @@ if [ ! -e "$1" ]; then
   echo "stage-plugins: no .wasm files in $src (run npm run build first)" >&2
   exit 1
 fi
-mkdir -p "$dest"
-rm -f "$dest"/*.wasm
-cp "$@" "$dest/"
+# Volume checks (volume-*.wasm) belong to the gateway-mode overlay, the rest to the base.
+gwdest="$repo/deploy/gateway-mode/plugins"
+mkdir -p "$dest" "$gwdest"
+rm -f "$dest"/*.wasm "$gwdest"/*.wasm
+for f in "$@"; do
+  case "$(basename "$f")" in
+    volume-*) cp "$f" "$gwdest/" ;;
+    *) cp "$f" "$dest/" ;;
+  esac
+done
 total=$(cat "$dest"/*.wasm | wc -c)
-echo "stage-plugins: $# plugins, $total bytes -> $dest"
+echo "stage-plugins: $(ls "$dest"/*.wasm | wc -l) plugins, $total bytes -> $dest; volume plugins -> $gwdest"
 # ConfigMap limit is 1 MiB; client-side `kubectl apply` also copies the object
 # into an annotation limited to 256 KiB, so warn early.
 if [ "$total" -gt 196608 ]; then

@@ -32,7 +32,7 @@ describe("deploy/README.md", () => {
       expect(readme).toContain(h);
     }
     for (const s of ["kubectl -n probegate get pods", "kubectl -n probegate port-forward", "/readyz?verbose", "grpcurl -plaintext -unix",
-      "create configmap probegate-plugins --from-file=", "--dry-run=client -o yaml | kubectl apply", "emptyDir", "to be set from `bench/` results",
+      "create configmap probegate-plugins --from-file=", "--dry-run=client -o yaml | kubectl apply", "emptyDir", "The probegate numbers come from `bench/`",
       "kubectl delete -k", "npx vitest run deploy/test"]) {
       expect(readme, s).toContain(s);
     }

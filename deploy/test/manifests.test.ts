@@ -6,7 +6,7 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { BUILT, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
-import { listedPlugins, render, renderer, type K8sObject, type Rendered } from "./lib/render.js";
+import { builtNodePlugins, isVolumePlugin, listedPlugins, render, renderer, type K8sObject, type Rendered } from "./lib/render.js";
 import { unknownFields } from "./lib/strict.js";
 import { containersOf, expand, flagsOf, isProbegate, pods } from "./lib/workloads.js";
 
@@ -71,11 +71,20 @@ describe("kustomize sources", () => {
     }
   });
 
-  it("the default plugin set listed in the base is exactly what the build makes", () => {
+  it("the default plugin set listed in the base is exactly what the build makes, but the volume checks", () => {
     if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
-    const built = existsSync(DIST_PLUGINS) ? readdirSync(DIST_PLUGINS).filter((f) => f.endsWith(".wasm")).sort() : [];
+    const built = builtNodePlugins().sort();
     expect(built.length, "dist/plugins/*.wasm: the build made no plugins (npm run build runs plugins:build)").toBeGreaterThan(0);
     expect(listedPlugins().sort()).toEqual(built);
+  });
+
+  it("the gateway-mode overlay adds exactly the built volume checks to the same ConfigMap", () => {
+    if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
+    const volume = readdirSync(DIST_PLUGINS).filter((f) => f.endsWith(".wasm") && isVolumePlugin(f)).sort();
+    const k = parse(readFileSync(path.join(KUSTOMIZE_DIR, "../gateway-mode/kustomization.yaml"), "utf8"));
+    const gen = (k.configMapGenerator as Array<{ name: string; behavior: string; files: string[] }>).find((g) => g.name === "probegate-plugins")!;
+    expect(gen.behavior).toBe("merge");
+    expect(gen.files.map((f) => path.basename(f)).sort()).toEqual(volume);
   });
 });
 

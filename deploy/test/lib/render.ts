@@ -40,6 +40,14 @@ export function listedPlugins(): string[] {
   return (gen.files as string[]).map((f) => path.basename(f));
 }
 
+/** Volume checks (volume-*.wasm) ship in the gateway-mode overlay, not the base. */
+export const isVolumePlugin = (file: string) => path.basename(file).startsWith("volume-");
+
+/** The built plugins the base ConfigMap carries: every .wasm but the volume checks. */
+export function builtNodePlugins(): string[] {
+  return existsSync(DIST_PLUGINS) ? readdirSync(DIST_PLUGINS).filter((f) => f.endsWith(".wasm") && !isVolumePlugin(f)) : [];
+}
+
 export interface Rendered {
   docs: K8sObject[];
   stubbed: boolean;
@@ -52,7 +60,7 @@ export function render(relDir: string): Rendered {
   try {
     cpSync(KUSTOMIZE_DIR, tmp, { recursive: true });
     const dest = path.join(tmp, "base/plugins");
-    const real = existsSync(DIST_PLUGINS) ? readdirSync(DIST_PLUGINS).filter((f) => f.endsWith(".wasm")) : [];
+    const real = builtNodePlugins();
     const stubbed = real.length === 0;
     if (stubbed) for (const f of listedPlugins()) writeFileSync(path.join(dest, f), STUB);
     else for (const f of real) cpSync(path.join(DIST_PLUGINS, f), path.join(dest, f));
