@@ -3,6 +3,7 @@ import { createLogger, type Logger } from "../observability/logger.js";
 import { Metrics } from "../observability/metrics.js";
 import { CAPABILITY_NAMES, type IdentityConfig } from "../services/identity.js";
 import { LocalProbeSource } from "../services/probe-source.js";
+import type { Endpoint } from "../transport/endpoint.js";
 import { ListenError } from "../transport/listeners.js";
 import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
@@ -25,6 +26,25 @@ function identityConfig(cfg: Config): IdentityConfig {
     },
     capabilities: cfg.capabilities.map((c) => CAPABILITY_NAMES[c]),
   };
+}
+
+/**
+ * Gateway mode: the proxy to the driver's socket and the combined Probe. Its
+ * code is loaded only in gateway mode; it is not small, and RSS matters on every node.
+ */
+async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChecks, logger: Logger, metrics: Metrics) {
+  const { createUpstreamGateway } = await import("../upstream/index.js");
+  const { EngineVolumeChecker } = await import("../upstream/engine-volume-checker.js");
+  return createUpstreamGateway({
+    upstream: endpoint.display,
+    gate: cfg.gate,
+    readiness: checks.engine,
+    localProbe: new LocalProbeSource(checks.engine),
+    volumeChecker: new EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
+    logger,
+    metrics,
+    timeoutCapMs: cfg.upstreamTimeoutCapMs,
+  });
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -87,21 +107,7 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
 
-  // Gateway-mode code is loaded only in gateway mode: it is not small, and RSS matters on every node.
-  const upstreamMod = cfg.upstream ? await import("../upstream/index.js") : undefined;
-  const volumeMod = cfg.upstream ? await import("../upstream/engine-volume-checker.js") : undefined;
-  const upstream = cfg.upstream && upstreamMod && volumeMod
-    ? upstreamMod.createUpstreamGateway({
-        upstream: cfg.upstream.display,
-        gate: cfg.gate,
-        readiness: checks.engine,
-        localProbe: new LocalProbeSource(checks.engine),
-        volumeChecker: new volumeMod.EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
-        logger,
-        metrics,
-        timeoutCapMs: cfg.upstreamTimeoutCapMs,
-      })
-    : undefined;
+  const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;
 
   let gw: Gateway;
   try {
