@@ -148,7 +148,10 @@ describe("units", () => {
     expect(parseDuration("3s")).toBe(3000);
     expect(parseDuration("1.5s")).toBe(1500);
     expect(parseDuration("2m")).toBe(120_000);
-    for (const bad of ["3", "3 sec", "-1s", "s", "1h", "1e3ms", ""]) expect(parseDuration(bad)).toBeNull();
+    // The same grammar as the CLI's duration flags (Go style, as manifests write them).
+    expect(parseDuration("1h")).toBe(3_600_000);
+    expect(parseDuration("1m30s")).toBe(90_000);
+    for (const bad of ["3", "3 sec", "-1s", "s", "1d", "1e3ms", "1s 2s", ""]) expect(parseDuration(bad)).toBeNull();
   });
 
   it("parses sizes", () => {
