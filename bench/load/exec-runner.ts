@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { cpuSample } from "../lib/proc.js";
 import { type LatencySummary, newHistogram, summarize } from "../lib/hist.js";
-import { isMain } from "../lib/main.js";
+import { runAsChild } from "../lib/main.js";
 
 export interface ExecParams {
   script: string;
@@ -49,6 +49,4 @@ export function runExec(p: ExecParams): ExecResult {
   };
 }
 
-if (isMain(import.meta.url)) {
-  process.stdout.write(JSON.stringify(runExec(JSON.parse(process.argv[2]) as ExecParams)) + "\n");
-}
+runAsChild(import.meta.url, (params: ExecParams) => runExec(params));

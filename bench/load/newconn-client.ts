@@ -10,7 +10,7 @@
 import { type Dial, probeNewConnection } from "./probe-client.js";
 import { rawProbe } from "./raw-h2-probe.js";
 import { type LatencySummary, newHistogram, summarize } from "../lib/hist.js";
-import { isMain } from "../lib/main.js";
+import { runAsChild } from "../lib/main.js";
 
 export interface NewConnParams {
   dial: Dial;
@@ -145,16 +145,4 @@ export async function runNewConn(p: NewConnParams, signal: (line: string) => voi
   };
 }
 
-if (isMain(import.meta.url)) {
-  const params = JSON.parse(process.argv[2]) as NewConnParams;
-  runNewConn(params, (l) => process.stdout.write(l + "\n")).then(
-    (r) => {
-      process.stdout.write(JSON.stringify(r) + "\n");
-      process.exit(0);
-    },
-    (e) => {
-      process.stderr.write(String(e?.stack ?? e) + "\n");
-      process.exit(1);
-    },
-  );
-}
+runAsChild(import.meta.url, (params: NewConnParams) => runNewConn(params, (l) => process.stdout.write(l + "\n")));

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import * as loader from "@assemblyscript/loader";
 import { pluginInput } from "../lib/lnet-inputs.js";
-import { isMain } from "../lib/main.js";
+import { runAsChild } from "../lib/main.js";
 import { type RuntimeCost, measureRuntime } from "./runtime-cost.js";
 
 export interface PluginCostParams {
@@ -144,15 +144,4 @@ export async function runPluginCost(p: PluginCostParams): Promise<PluginCostResu
   return { params: p, plugins, runtime: await measureRuntime(files, p.budgetMs, p.engineCounts) };
 }
 
-if (isMain(import.meta.url)) {
-  runPluginCost(JSON.parse(process.argv[2])).then(
-    (r) => {
-      process.stdout.write(JSON.stringify(r) + "\n");
-      process.exit(0);
-    },
-    (e) => {
-      process.stderr.write(String(e?.stack ?? e) + "\n");
-      process.exit(1);
-    },
-  );
-}
+runAsChild(import.meta.url, runPluginCost);
