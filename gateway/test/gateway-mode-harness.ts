@@ -46,6 +46,7 @@ export class ScriptedReadiness implements ReadinessProvider {
       lastRunTime: now,
       durationMs: 1,
       plugin: { name, version: "1.0.0", sha256: "0".repeat(64), file: `${name}.wasm` },
+      fault: false,
     };
     this.set({ phase: "not-ready", ready: false, conditions: [c] });
   }

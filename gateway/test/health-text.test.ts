@@ -3,7 +3,14 @@ import { describe, expect, it } from "vitest";
 import type { Condition, HealthSnapshot } from "../src/engine/state.js";
 import { excludeSet, healthView } from "../src/http/health-text.js";
 
-const cond = (name: string, probe: Condition["probe"], status: Condition["status"], reason = "R", severity: Condition["severity"] = "required"): Condition => ({
+const cond = (
+  name: string,
+  probe: Condition["probe"],
+  status: Condition["status"],
+  reason = "R",
+  severity: Condition["severity"] = "required",
+  fault = false,
+): Condition => ({
   name,
   probe,
   severity,
@@ -14,6 +21,7 @@ const cond = (name: string, probe: Condition["probe"], status: Condition["status
   lastRunTime: "2026-11-21T00:00:00.000Z",
   durationMs: 1,
   plugin: { name, version: "1.0.0", sha256: "0".repeat(64), file: `${name}.wasm` },
+  fault,
 });
 
 const snap = (conditions: Condition[], over: Partial<HealthSnapshot> = {}): HealthSnapshot => ({
@@ -42,7 +50,7 @@ describe("healthView", () => {
   });
 
   it("a faulting liveness plugin never fails /livez, as it never fails Probe", () => {
-    const s = snap([cond("hb", "liveness", "fail", "PluginTimeout")]);
+    const s = snap([cond("hb", "liveness", "fail", "PluginTimeout", "required", true)]);
     expect(healthView(s, "liveness", new Set()).ok).toBe(true);
     expect(healthView(s, "liveness", excludeSet(["other"])).ok).toBe(true);
     const judged = snap([cond("hb", "liveness", "fail", "DeviceGone")], { live: false });

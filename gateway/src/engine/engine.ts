@@ -208,7 +208,6 @@ export class CheckEngine implements ReadinessProvider {
       const transitioned = !prev || prev.condition.status !== status;
       this.conditions.set(name, {
         key: p.key,
-        fault: outcome.kind === "fault",
         condition: {
           name,
           probe: p.manifest.probe,
@@ -220,6 +219,7 @@ export class CheckEngine implements ReadinessProvider {
           lastRunTime: now,
           durationMs: Math.round(outcome.durationMs * 1000) / 1000,
           plugin: { name, version: p.manifest.version, sha256: p.sha256, file: p.file },
+          fault: outcome.kind === "fault",
         },
       });
       if (transitioned) {
@@ -251,7 +251,7 @@ export class CheckEngine implements ReadinessProvider {
   private publish(initial = false): HealthSnapshot {
     const conds = [...this.conditions.values()].sort((a, b) => a.condition.name.localeCompare(b.condition.name));
     const refusals = this.runtime.current().refusals;
-    const verdict = judge(conds, this.firstRoundDone);
+    const verdict = judge(conds.map((t) => t.condition), this.firstRoundDone);
     const sig = signature(verdict, conds, refusals);
     const changed = sig !== this.lastSignature;
     if (changed) {

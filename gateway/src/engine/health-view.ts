@@ -1,10 +1,8 @@
 import type { Condition, HealthSnapshot, Phase, Refusal } from "./state.js";
 
-/** A condition plus what the snapshot needs to know but the contract doesn't carry. */
+/** A condition plus the plugin key the engine tracks it by. */
 export interface TrackedCondition {
   condition: Condition;
-  /** The plugin faulted (timeout, trap, bad output, quarantine) rather than judging. */
-  fault: boolean;
   key: string;
 }
 
@@ -21,14 +19,10 @@ export interface Verdict {
  * restart the driver, which cannot fix a broken plugin and would turn one bad
  * plugin rollout into a restart loop on every node.
  */
-export function judge(conditions: readonly TrackedCondition[], firstRoundDone: boolean): Verdict {
-  const live = !conditions.some(
-    (t) => t.condition.probe === "liveness" && t.condition.severity === "required" && t.condition.status === "fail" && !t.fault,
-  );
+export function judge(conditions: readonly Condition[], firstRoundDone: boolean): Verdict {
+  const live = !conditions.some((c) => c.probe === "liveness" && c.severity === "required" && c.status === "fail" && !c.fault);
   if (!firstRoundDone) return { phase: "initializing", ready: false, live };
-  const ready = !conditions.some(
-    (t) => t.condition.probe === "readiness" && t.condition.severity === "required" && t.condition.status === "fail",
-  );
+  const ready = !conditions.some((c) => c.probe === "readiness" && c.severity === "required" && c.status === "fail");
   return { phase: ready ? "ready" : "not-ready", ready, live };
 }
 

@@ -20,6 +20,11 @@ export interface Condition {
   lastRunTime: string;
   durationMs: number;
   plugin: { name: string; version: string; sha256: string; file: string };
+  /**
+   * The plugin faulted (timeout, trap, bad output, quarantine) instead of
+   * judging. A fault fails readiness but never liveness: see judge().
+   */
+  fault: boolean;
 }
 
 /** A plugin file the runtime refused to load, and why. */

@@ -1,3 +1,4 @@
+import { judge } from "../engine/health-view.js";
 import type { Condition, HealthSnapshot, ProbeKind } from "../engine/state.js";
 
 export interface HealthView {
@@ -30,24 +31,18 @@ export function healthView(s: HealthSnapshot, probe: ProbeKind, exclude: Readonl
   return { ok: verdict(s, probe, exclude), lines };
 }
 
-/** Faults of the plugin itself, which the engine keeps from ever failing liveness. */
-const PLUGIN_FAULTS = new Set(["PluginTimeout", "PluginTrap", "PluginQuarantined", "PluginBadOutput", "PluginOutputTooLarge", "PluginUnloaded"]);
-
+/** A failure that makes the node unhealthy: judged by the plugin, not a fault of it (see judge()). */
 function failsLiveness(c: Condition): boolean {
-  return c.severity === "required" && c.status === "fail" && !PLUGIN_FAULTS.has(c.reason);
+  return c.severity === "required" && c.status === "fail" && !c.fault;
 }
 
 /**
  * The endpoint's verdict: the snapshot's own (what Probe and gRPC health say)
- * unless the caller excluded checks, which is then recomputed without them.
+ * unless the caller excluded checks; then the engine's rules run again on the rest.
  */
 function verdict(s: HealthSnapshot, probe: ProbeKind, exclude: ReadonlySet<string>): boolean {
-  if (exclude.size === 0) return probe === "readiness" ? s.ready && s.live : s.live;
-  const counted = s.conditions.filter((c) => !exclude.has(c.name));
-  const live = !counted.some((c) => c.probe === "liveness" && failsLiveness(c));
-  if (probe === "liveness") return live;
-  const readinessFails = counted.some((c) => c.probe === "readiness" && c.severity === "required" && c.status === "fail");
-  return s.phase !== "initializing" && live && !readinessFails;
+  const v = exclude.size === 0 ? s : judge(s.conditions.filter((c) => !exclude.has(c.name)), s.phase !== "initializing");
+  return probe === "readiness" ? v.ready && v.live : v.live;
 }
 
 function conditionLine(c: Condition): string {
