@@ -63,21 +63,3 @@ export function failing(s: HealthSnapshot, probe: ProbeKind): Condition[] {
     (c) => c.probe === probe && c.severity === "required" && c.status === "fail",
   );
 }
-
-/** Used until the engine exists, and in modes without checks: ready at once. */
-export class StaticReadiness implements ReadinessProvider {
-  private readonly snap: HealthSnapshot = {
-    phase: "ready",
-    ready: true,
-    live: true,
-    conditions: [],
-    refusals: [],
-    generation: 1,
-  };
-  snapshot(): HealthSnapshot {
-    return this.snap;
-  }
-  subscribe(): () => void {
-    return () => {};
-  }
-}
