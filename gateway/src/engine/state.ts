@@ -57,9 +57,12 @@ export interface ReadinessProvider {
   subscribe(listener: (s: HealthSnapshot) => void): () => void;
 }
 
-/** Failing conditions of a kind, for error messages and verbose output. */
+/**
+ * The conditions that make a kind fail, for error messages: required failures,
+ * except that a plugin fault never counts against liveness (as in judge()).
+ */
 export function failing(s: HealthSnapshot, probe: ProbeKind): Condition[] {
   return s.conditions.filter(
-    (c) => c.probe === probe && c.severity === "required" && c.status === "fail",
+    (c) => c.probe === probe && c.severity === "required" && c.status === "fail" && !(probe === "liveness" && c.fault),
   );
 }
