@@ -82,7 +82,11 @@ describe("command execution", () => {
 
   it("kills a command that spews output past the cap instead of waiting for its timeout", async () => {
     const catalog = await catalogWith([
-      node("spew", "const b = Buffer.alloc(65536, 120); for (;;) process.stdout.write(b);", {
+      // fs.writeSync, not process.stdout.write: the latter may queue
+      // asynchronously on a pipe, and a loop that never yields then stops
+      // producing output after the first 64 KiB, so the cap was never hit
+      // and the test waited for the 5-minute timeout instead.
+      node("spew", "const fs = require('fs'); const b = Buffer.alloc(65536, 120); for (;;) { try { fs.writeSync(1, b); } catch (e) { if (e.code !== 'EAGAIN') throw e; } }", {
         timeout: "5m",
         maxOutput: "256KiB",
       }),
