@@ -162,11 +162,13 @@ export async function buildPlugins({ names, force = false, log = (s) => process.
 
 /**
  * Compiles a non-plugin module (e.g. a test probe of the SDK) with the shared
- * options, cached like plugins. Throws on compile errors.
+ * options, or with those of asconfig target `like` (to time SDK code as a
+ * given plugin is built), cached like plugins. Throws on compile errors.
  */
-export async function buildModule(entryRel, outFile) {
+export async function buildModule(entryRel, outFile, { like = "" } = {}) {
   const h = createHash("sha256");
   h.update(compilerVersion());
+  h.update(like);
   for (const f of [CONFIG, fileURLToPath(import.meta.url), join(ROOT, entryRel), ...tsFiles(join(PLUGINS_DIR, "sdk"))]) h.update(readFileSync(f));
   const hash = h.digest("hex");
   const stamp = `${outFile}.hash`;
@@ -174,7 +176,7 @@ export async function buildModule(entryRel, outFile) {
   mkdirSync(dirname(outFile), { recursive: true });
   const asc = (await import("assemblyscript/asc")).default;
   const tmp = `${outFile}.${process.pid}.tmp.wasm`;
-  const error = await compile(asc, "", tmp, entryRel);
+  const error = await compile(asc, like, tmp, entryRel);
   if (error) {
     rmSync(tmp, { force: true });
     throw new Error(`cannot compile ${entryRel}:\n${error}`);

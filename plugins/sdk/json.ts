@@ -3,6 +3,7 @@
 
 import { Kind, Value } from "./value";
 import { hexValue, isDigit, unitAt } from "./strings";
+import { copyUntilUnit, findJsonSpecial } from "./scan";
 
 /** Deeper input is refused rather than risking the wasm call stack. */
 export const JSON_MAX_DEPTH: i32 = 64;
@@ -194,9 +195,13 @@ class JsonParser {
   }
 
   /**
-   * Two passes: the first validates and measures, the second fills a string of
-   * the exact decoded length. Multi-megabyte stdout with an escape per line
-   * thus costs one allocation instead of one per segment.
+   * Two passes, both vectorised: the first validates and measures (jumping
+   * from one quote, backslash or control unit to the next), the second
+   * copies the runs between escapes into a string of the exact decoded
+   * length. A string without escapes (keys, short values) is a substring.
+   * Allocating exactly, rather than a buffer as long as the rest of the input
+   * shrunk afterwards, keeps the heap from growing across calls with big
+   * outputs (the input itself is already that size).
    */
   parseString(): string | null {
     const src = this.src;
@@ -205,112 +210,72 @@ class JsonParser {
     const start = this.pos + 1;
     let i = start;
     let decoded = 0;
-    let escaped = false;
     while (true) {
-      // Four plain ASCII units at once: no quote, backslash or control.
-      while (i + 4 <= len) {
-        const w = load<u64>(base + (<usize>i << 1));
-        if ((w & 0xff80ff80ff80ff80) != 0) break;
-        if (((w + 0x0060006000600060) & 0x0080008000800080) != 0x0080008000800080) break; // < 0x20
-        if ((((w ^ 0x0022002200220022) + 0x007f007f007f007f) & 0x0080008000800080) != 0x0080008000800080) break;
-        if ((((w ^ 0x005c005c005c005c) + 0x007f007f007f007f) & 0x0080008000800080) != 0x0080008000800080) break;
-        i += 4;
-        decoded += 4;
-      }
-      if (i >= len) {
-        this.pos = i;
-        this.fail("unterminated string");
-        return null;
-      }
+      const next = findJsonSpecial(base, i, len);
+      decoded += next - i;
+      i = next;
+      if (i >= len) return this.stringError(i, "unterminated string");
       const c = unitAt(src, i);
       if (c == 34) break;
-      if (c < 32) {
-        this.pos = i;
-        this.fail("control character in string");
-        return null;
-      }
-      if (c == 92) {
-        escaped = true;
-        if (i + 1 >= len) {
-          this.pos = i;
-          this.fail("unterminated escape");
-          return null;
+      if (c < 32) return this.stringError(i, "control character in string");
+      // A backslash.
+      if (i + 1 >= len) return this.stringError(i, "unterminated escape");
+      const e = unitAt(src, i + 1);
+      if (e == 117) {
+        if (i + 5 >= len) return this.stringError(i, "truncated \\u escape");
+        for (let k = 2; k < 6; k++) {
+          if (hexValue(unitAt(src, i + k)) < 0) return this.stringError(i, "bad \\u escape");
         }
-        const e = unitAt(src, i + 1);
-        if (e == 117) {
-          if (i + 5 >= len) {
-            this.pos = i;
-            this.fail("truncated \\u escape");
-            return null;
-          }
-          for (let k = 2; k < 6; k++) {
-            if (hexValue(unitAt(src, i + k)) < 0) {
-              this.pos = i;
-              this.fail("bad \\u escape");
-              return null;
-            }
-          }
-          i += 6;
-        } else if (
-          e == 34 || e == 92 || e == 47 || e == 98 || e == 102 || e == 110 || e == 114 || e == 116
-        ) {
-          i += 2;
-        } else {
-          this.pos = i;
-          this.fail("bad escape");
-          return null;
-        }
+        i += 6;
+      } else if (e == 34 || e == 92 || e == 47 || e == 98 || e == 102 || e == 110 || e == 114 || e == 116) {
+        i += 2;
       } else {
-        i++;
+        return this.stringError(i, "bad escape");
       }
       decoded++;
     }
     const end = i;
     this.pos = end + 1;
-    if (!escaped) return src.substring(start, end);
+    if (decoded == end - start) return src.substring(start, end);
 
     // UTF-16 code units are copied as-is, so \uD83D\uDE00 becomes the pair it
     // encodes and a lone surrogate stays a lone surrogate (as in JSON.parse).
-    // Runs between escapes are copied in one go.
     const out = changetype<string>(__new(<usize>decoded << 1, idof<string>()));
-    const ob = changetype<usize>(out);
-    let o: usize = 0;
+    let o = changetype<usize>(out);
+    const outEnd = o + (<usize>decoded << 1);
     i = start;
-    let seg = start;
     while (i < end) {
-      if (load<u16>(base + (<usize>i << 1)) != 92) {
-        i++;
-        continue;
-      }
-      if (i > seg) {
-        const n = <usize>(i - seg) << 1;
-        memory.copy(ob + o, base + (<usize>seg << 1), n);
-        o += n;
-      }
-      const e = unitAt(src, i + 1);
+      const bs = copyUntilUnit(base, i, end, 92, o, outEnd);
+      o += <usize>(bs - i) << 1;
+      if (bs >= end) break;
+      const e = unitAt(src, bs + 1);
       let c: i32;
       if (e == 117) {
         c =
-          (hexValue(unitAt(src, i + 2)) << 12) |
-          (hexValue(unitAt(src, i + 3)) << 8) |
-          (hexValue(unitAt(src, i + 4)) << 4) |
-          hexValue(unitAt(src, i + 5));
-        i += 6;
+          (hexValue(unitAt(src, bs + 2)) << 12) |
+          (hexValue(unitAt(src, bs + 3)) << 8) |
+          (hexValue(unitAt(src, bs + 4)) << 4) |
+          hexValue(unitAt(src, bs + 5));
+        i = bs + 6;
       } else {
-        if (e == 98) c = 8;
-        else if (e == 102) c = 12;
-        else if (e == 110) c = 10;
-        else if (e == 114) c = 13;
+        if (e == 110) c = 10;
         else if (e == 116) c = 9;
+        else if (e == 114) c = 13;
+        else if (e == 98) c = 8;
+        else if (e == 102) c = 12;
         else c = e; // " \ /
-        i += 2;
+        i = bs + 2;
       }
-      store<u16>(ob + o, <u16>c);
+      store<u16>(o, <u16>c);
       o += 2;
-      seg = i;
     }
-    if (end > seg) memory.copy(ob + o, base + (<usize>seg << 1), <usize>(end - seg) << 1);
     return out;
+  }
+
+  private stringError(at: i32, msg: string): string | null {
+    this.pos = at;
+    this.fail(msg);
+    return null;
   }
 }
 

@@ -170,9 +170,10 @@ function ipv6Range(s: string, from: i32, n: i32): bool {
  */
 export function isValidIfName(s: string): bool {
   const n = s.length;
-  if (n < 1 || n > 15 || s == "." || s == "..") return false;
+  if (n < 1 || n > 15) return false;
+  if (n <= 2 && unitAt(s, 0) == 46 && unitAt(s, n - 1) == 46) return false; // "." or ".."
   for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i);
+    const c = unitAt(s, i);
     if (c <= 32 || c == 0x7f || c == 47 || c == 58 || c == 44) return false;
     if (c >= 0x80) return false; // names are bytes; keep the fact ASCII
   }

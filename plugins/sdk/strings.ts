@@ -2,6 +2,8 @@
 // these functions trap, because a trap would be reported as a plugin crash
 // rather than as a failed check.
 
+import { countUnit, findUnit, hasBinaryUnit, hasNonBlankUnit } from "./scan";
+
 /**
  * UTF-16 unit at `i` without a range check. Only for indices the caller has
  * already bounded to [0, s.length); hot loops over megabytes of output use it.
@@ -11,36 +13,32 @@
   return <i32>load<u16>(changetype<usize>(s) + (<usize>i << 1));
 }
 
+/**
+ * s.substring(start, end) for 0 <= start <= end <= s.length. Short ranges
+ * (NIDs, interface names, keys) are copied inline: memory.copy is a call
+ * into the engine that costs more than copying a dozen units.
+ */
+export function slice(s: string, start: i32, end: i32): string {
+  const n = end - start;
+  if (n <= 0) return "";
+  if (n > 16) return s.substring(start, end);
+  const out = changetype<string>(__new(<usize>n << 1, idof<string>()));
+  const dst = changetype<usize>(out);
+  const src = changetype<usize>(s) + (<usize>start << 1);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) store<u64>(dst + (<usize>i << 1), load<u64>(src + (<usize>i << 1)));
+  for (; i < n; i++) store<u16>(dst + (<usize>i << 1), load<u16>(src + (<usize>i << 1)));
+  return out;
+}
+
 /** Offset of the first LF at or after `from`, or `s.length`. */
 export function lineEnd(s: string, from: i32): i32 {
-  const n = s.length;
-  const base = changetype<usize>(s);
-  let i = from < 0 ? 0 : from;
-  // Four units at a time: a lane equal to LF becomes zero after the xor.
-  while (i + 4 <= n) {
-    const x = load<u64>(base + (<usize>i << 1)) ^ 0x000a000a000a000a;
-    if (((x - 0x0001000100010001) & ~x & 0x8000800080008000) != 0) break;
-    i += 4;
-  }
-  while (i < n && load<u16>(base + (<usize>i << 1)) != 10) i++;
-  return i;
+  return findUnit(changetype<usize>(s), from < 0 ? 0 : from, s.length, 10);
 }
 
 /** Number of LF units in `s`. */
 export function countLf(s: string): i32 {
-  const n = s.length;
-  const base = changetype<usize>(s);
-  let count = 0;
-  let i = 0;
-  while (i + 4 <= n) {
-    const x = load<u64>(base + (<usize>i << 1)) ^ 0x000a000a000a000a;
-    if (((x - 0x0001000100010001) & ~x & 0x8000800080008000) != 0) {
-      for (let k = 0; k < 4; k++) if (load<u16>(base + (<usize>(i + k) << 1)) == 10) count++;
-    }
-    i += 4;
-  }
-  for (; i < n; i++) if (load<u16>(base + (<usize>i << 1)) == 10) count++;
-  return count;
+  return countUnit(changetype<usize>(s), 0, s.length, 10);
 }
 
 /** Splits on LF, dropping a CR before it (CRLF output from some wrappers). */
@@ -82,11 +80,13 @@ export function isSpace(c: i32): bool {
   return c == 32 || c == 9 || c == 10 || c == 13 || c == 11 || c == 12;
 }
 
-export function isDigit(c: i32): bool {
+// @ts-ignore: decorator
+@inline export function isDigit(c: i32): bool {
   return c >= 48 && c <= 57;
 }
 
-export function isLowerAlpha(c: i32): bool {
+// @ts-ignore: decorator
+@inline export function isLowerAlpha(c: i32): bool {
   return c >= 97 && c <= 122;
 }
 
@@ -200,31 +200,8 @@ export class LineFields {
  */
 export function textProblem(s: string): string {
   const base = changetype<usize>(s);
-  const n = s.length;
-  let nonBlank = false;
-  let i = 0;
-  while (i < n) {
-    if (i + 4 <= n) {
-      // Four units at once when all are printable ASCII (the usual case).
-      const w = load<u64>(base + (<usize>i << 1));
-      if (
-        (w & 0xff80ff80ff80ff80) == 0 &&
-        ((w + 0x0060006000600060) & 0x0080008000800080) == 0x0080008000800080 &&
-        ((w + 0x0001000100010001) & 0x0080008000800080) == 0
-      ) {
-        if (w != 0x0020002000200020) nonBlank = true;
-        i += 4;
-        continue;
-      }
-    }
-    const c = unitAt(s, i);
-    if (c == 0xfffd || c == 0x7f || (c < 32 && c != 9 && c != 10 && c != 13)) {
-      return "contains binary data";
-    }
-    if (!isSpace(c)) nonBlank = true;
-    i++;
-  }
-  return nonBlank ? "" : "is empty";
+  if (hasBinaryUnit(base, 0, s.length)) return "contains binary data";
+  return hasNonBlankUnit(base, 0, s.length) ? "" : "is empty";
 }
 
 /** Collapses control characters and whitespace runs so a message stays on one line. */
@@ -315,17 +292,61 @@ export function pushUnique(list: Array<string>, s: string): void {
 /** Insertion-ordered set of strings; hashed, so 1,024 interface names stay cheap. */
 export class UniqueList {
   items: Array<string> = new Array<string>();
-  private seen: Set<string> = new Set<string>();
+  // Open addressing over item numbers (index + 1; 0 marks a free slot), with
+  // each slot's hash kept so most probes skip the string compare.
+  private slots: StaticArray<i32> = new StaticArray<i32>(16);
+  private hashes: StaticArray<u32> = new StaticArray<u32>(16);
 
   add(s: string): void {
-    if (this.seen.has(s)) return;
-    this.seen.add(s);
+    const h = hashUnits(s);
+    const mask = this.slots.length - 1;
+    let i = <i32>h & mask;
+    while (true) {
+      const k = unchecked(this.slots[i]);
+      if (k == 0) break;
+      if (unchecked(this.hashes[i]) == h && unchecked(this.items[k - 1]) == s) return;
+      i = (i + 1) & mask;
+    }
     this.items.push(s);
+    unchecked((this.slots[i] = this.items.length));
+    unchecked((this.hashes[i] = h));
+    if (this.items.length * 2 > this.slots.length) this.grow();
   }
 
   get length(): i32 {
     return this.items.length;
   }
+
+  private grow(): void {
+    const size = this.slots.length << 2;
+    const slots = new StaticArray<i32>(size);
+    const hashes = new StaticArray<u32>(size);
+    const mask = size - 1;
+    const old = this.slots;
+    for (let j = 0; j < old.length; j++) {
+      const k = unchecked(old[j]);
+      if (k == 0) continue;
+      const h = unchecked(this.hashes[j]);
+      let i = <i32>h & mask;
+      while (unchecked(slots[i]) != 0) i = (i + 1) & mask;
+      unchecked((slots[i] = k));
+      unchecked((hashes[i] = h));
+    }
+    this.slots = slots;
+    this.hashes = hashes;
+  }
+}
+
+/** FNV-1a over UTF-16 units. */
+function hashUnits(s: string): u32 {
+  const base = changetype<usize>(s);
+  const n = s.length;
+  let h: u32 = 2166136261;
+  for (let i = 0; i < n; i++) {
+    h ^= <u32>load<u16>(base + (<usize>i << 1));
+    h *= 16777619;
+  }
+  return h;
 }
 
 export function toLowerAscii(s: string): string {

@@ -14,7 +14,7 @@
 // A plain scalar's range is already trimmed of blanks and comments; a quoted
 // one starts at its quote and runs to the end of the line (decoded on read).
 
-import { hexValue, joinStrings } from "./strings";
+import { hexValue, joinStrings, slice } from "./strings";
 
 export const STRIDE: i32 = 6;
 
@@ -43,14 +43,22 @@ export class YamlTree {
     return <i32>load<u16>(this.base + (<usize>i << 1));
   }
 
+  // Raw loads and stores rather than unchecked(): StaticArray's unchecked
+  // accessors are calls unless Binaryen inlines them, which it does not when
+  // optimising for size.
   // @ts-ignore: decorator
   @inline f(node: i32, field: i32): i32 {
-    return unchecked(this.nodes[node * STRIDE + field]);
+    return load<i32>(changetype<usize>(this.nodes) + (<usize>(node * STRIDE + field) << 2));
   }
 
   // @ts-ignore: decorator
   @inline setF(node: i32, field: i32, v: i32): void {
-    unchecked((this.nodes[node * STRIDE + field] = v));
+    store<i32>(changetype<usize>(this.nodes) + (<usize>(node * STRIDE + field) << 2), v);
+  }
+
+  // @ts-ignore: decorator
+  @inline kid(slot: i32): i32 {
+    return load<i32>(changetype<usize>(this.kids) + (<usize>slot << 2));
   }
 
   add(kind: i32, a: i32, b: i32, line: i32): i32 {
@@ -61,14 +69,13 @@ export class YamlTree {
       memory.copy(changetype<usize>(grown), changetype<usize>(this.nodes), <usize>cap << 2);
       this.nodes = grown;
     }
-    const o = k * STRIDE;
-    const n = this.nodes;
-    unchecked((n[o] = kind));
-    unchecked((n[o + 1] = -1));
-    unchecked((n[o + 2] = -1));
-    unchecked((n[o + 3] = a));
-    unchecked((n[o + 4] = b));
-    unchecked((n[o + 5] = line));
+    const p = changetype<usize>(this.nodes) + (<usize>(k * STRIDE) << 2);
+    store<i32>(p, kind);
+    store<i32>(p, -1, 4);
+    store<i32>(p, -1, 8);
+    store<i32>(p, a, 12);
+    store<i32>(p, b, 16);
+    store<i32>(p, line, 20);
     this.count = k + 1;
     return k;
   }
@@ -83,29 +90,41 @@ export class YamlTree {
       memory.copy(changetype<usize>(grown), changetype<usize>(this.kids), <usize>at << 2);
       this.kids = grown;
     }
-    if (len > 0) memory.copy(changetype<usize>(this.kids) + (<usize>at << 2), changetype<usize>(from) + (<usize>start << 2), <usize>len << 2);
+    const dst = changetype<usize>(this.kids) + (<usize>at << 2);
+    const src = changetype<usize>(from) + (<usize>start << 2);
+    // Most containers have one to three children, where a memory.copy call
+    // costs more than the copy.
+    if (len <= 8) {
+      for (let i = 0; i < len; i++) store<i32>(dst + (<usize>i << 2), load<i32>(src + (<usize>i << 2)));
+    } else {
+      memory.copy(dst, src, <usize>len << 2);
+    }
     this.kidsLen = at + len;
     return at;
   }
 
-  kind(node: i32): i32 {
+  // @ts-ignore: decorator
+  @inline kind(node: i32): i32 {
     return this.f(node, 0);
   }
 
-  line(node: i32): i32 {
+  // @ts-ignore: decorator
+  @inline line(node: i32): i32 {
     return this.f(node, 5);
   }
 
   /** Children of a container; 0 for scalars. */
-  length(node: i32): i32 {
+  // @ts-ignore: decorator
+  @inline length(node: i32): i32 {
     const k = this.f(node, 0);
     return k == 4 || k == 5 ? this.f(node, 4) : 0;
   }
 
   /** i-th child node, or -1. */
-  child(node: i32, i: i32): i32 {
+  // @ts-ignore: decorator
+  @inline child(node: i32, i: i32): i32 {
     if (i < 0 || i >= this.length(node)) return -1;
-    return unchecked(this.kids[this.f(node, 3) + i]);
+    return this.kid(this.f(node, 3) + i);
   }
 
   /** Child whose key equals `key` (the last one on duplicates), or -1. */
@@ -116,19 +135,19 @@ export class YamlTree {
     const klen = key.length;
     const kb = changetype<usize>(key);
     for (let i = n - 1; i >= 0; i--) {
-      const c = unchecked(this.kids[first + i]);
-      const ks = this.f(c, 1);
-      if (ks < 0) continue;
-      const ke = this.f(c, 2);
-      const q = this.ch(ks);
-      if (q == 34 || q == 39) {
-        if (this.keyText(c) == key) return c;
-        continue;
-      }
-      if (ke - ks != klen) continue;
-      if (klen == 0 || memory.compare(this.base + (<usize>ks << 1), kb, <usize>klen << 1) == 0) return c;
+      const c = this.kid(first + i);
+      if (this.keyIs(c, kb, klen)) return c;
     }
     return -1;
+  }
+
+  /** Whether node c's key is the klen units at kb; plain keys are compared in place. */
+  private keyIs(c: i32, kb: usize, klen: i32): bool {
+    const ks = this.f(c, 1);
+    if (ks < 0) return false;
+    const q = this.ch(ks);
+    if (q == 34 || q == 39) return this.keyText(c) == changetype<string>(kb);
+    return this.f(c, 2) - ks == klen && sameUnits(this.base + (<usize>ks << 1), kb, klen);
   }
 
   /** Whether any mapping entry anywhere in the tree has key `key`. */
@@ -136,18 +155,7 @@ export class YamlTree {
     const klen = key.length;
     const kb = changetype<usize>(key);
     const n = this.count;
-    for (let c = 0; c < n; c++) {
-      const ks = this.f(c, 1);
-      if (ks < 0) continue;
-      const ke = this.f(c, 2);
-      const q = this.ch(ks);
-      if (q == 34 || q == 39) {
-        if (this.keyText(c) == key) return true;
-        continue;
-      }
-      if (ke - ks != klen) continue;
-      if (klen == 0 || memory.compare(this.base + (<usize>ks << 1), kb, <usize>klen << 1) == 0) return true;
-    }
+    for (let c = 0; c < n; c++) if (this.keyIs(c, kb, klen)) return true;
     return false;
   }
 
@@ -172,8 +180,7 @@ export class YamlTree {
     const q = this.ch(p);
     if (q == 34 || q == 39) return this.decode(p, e) == want;
     const len = e - p;
-    if (len != want.length) return false;
-    return memory.compare(this.base + (<usize>p << 1), changetype<usize>(want), <usize>len << 1) == 0;
+    return len == want.length && sameUnits(this.base + (<usize>p << 1), changetype<usize>(want), len);
   }
 
   private decode(p: i32, e: i32): string {
@@ -186,7 +193,7 @@ export class YamlTree {
       const inner = s.substring(p + 1, q < 0 ? e : q - 1);
       return inner.includes("''") ? inner.replaceAll("''", "'") : inner;
     }
-    return s.substring(p, e);
+    return slice(s, p, e);
   }
 
   /** Unterminated quotes are tolerated: the rest of the line is the value. */
@@ -229,6 +236,22 @@ export class YamlTree {
     if (parts.length == 1) return parts[0];
     return joinStrings(parts);
   }
+}
+
+/**
+ * Whether n UTF-16 units at a and b are equal. Keys and scalars compared here
+ * are a few units long, where a call to memory.compare costs more than this.
+ */
+// @ts-ignore: decorator
+@inline function sameUnits(a: usize, b: usize, n: i32): bool {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    if (load<u64>(a + (<usize>i << 1)) != load<u64>(b + (<usize>i << 1))) return false;
+  }
+  for (; i < n; i++) {
+    if (load<u16>(a + (<usize>i << 1)) != load<u16>(b + (<usize>i << 1))) return false;
+  }
+  return true;
 }
 
 /** Offset just past the closing quote of the scalar opening at p, or -1. */

@@ -1,51 +1,76 @@
 #!/usr/bin/env node
 // Timing for the 1,024-NI `net show` (kept out of the test suite on purpose:
-// timing assertions flake on shared machines). Prints the mean cost of one
-// full check() — JSON input decode, YAML parse, verdict, result — and of the
-// input decode alone (a check of a trivially small source), so the parse
-// share can be read off.   node plugins/test/perf-net-show.mjs
+// timing assertions flake on shared machines).
+//
+//   node plugins/build.mjs && node plugins/test/perf-net-show.mjs
+//
+// For each size it prints two costs, each the median over rounds of a batch
+// of calls (CPU time, as the machine is shared):
+//   parse  decoding the ABI input, the binary/empty check and the YAML tree
+//          (the SDK probe's parseNetShowInput);
+//   check  lnet-nets' whole check(): the parse, the verdict over every NI,
+//          the `lnet.interfaces` fact and the result JSON.
+// plus, for scale, one plain JS pass over the same text.
 import { readFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import loader from "@assemblyscript/loader";
 import { generatedNetShow } from "../fixtures/generate.mjs";
+import { buildModule } from "../build.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const bytes = readFileSync(join(root, "dist", "plugins", "lnet-nets.wasm"));
-const { exports: ex } = loader.instantiateSync(bytes, { env: { abort() { throw new Error("abort"); }, trace() {}, seed: () => 42 } });
+const imports = { env: { abort() { throw new Error("abort"); }, trace() {}, seed: () => 42 } };
+const plugin = loader.instantiateSync(readFileSync(join(root, "dist", "plugins", "lnet-nets.wasm")), imports).exports;
+// The probe is compiled with lnet-nets' options, so its parse is the plugin's.
+const probeFile = await buildModule("plugins/test/sdk-probe/index.ts", join(root, "dist", "test", "sdk-probe-as-lnet-nets.wasm"), { like: "lnet-nets" });
+const probe = loader.instantiateSync(readFileSync(probeFile), imports).exports;
 
-function run(stdout, iterations) {
-  const json = JSON.stringify({ mode: "node", sources: { "lnetctl.net_show": { ok: true, exitCode: 0, stdout, stderr: "", error: null, truncated: false, ageMs: 1 } }, facts: {} });
+function inputFor(stdout) {
+  return JSON.stringify({ mode: "node", sources: { "lnetctl.net_show": { ok: true, exitCode: 0, stdout, stderr: "", error: null, truncated: false, ageMs: 1 } }, facts: {} });
+}
+
+/** Median µs per call of fn(ptr) over `rounds` batches of `batch` calls. */
+function time(ex, fn, json, batch, rounds = 15) {
   const ptr = ex.__pin(ex.__newString(json));
-  let out = "";
-  for (let i = 0; i < 50; i++) out = ex.__getString(ex.check(ptr)); // warm-up
-  // CPU time rather than wall time: the machine is shared.
-  const c0 = process.cpuUsage();
-  for (let i = 0; i < iterations; i++) ex.check(ptr);
-  const c = process.cpuUsage(c0);
-  const ns = ((c.user + c.system) * 1000) / iterations;
+  for (let i = 0; i < batch; i++) fn(ptr); // warm-up (and wasm tier-up)
+  const per = [];
+  for (let r = 0; r < rounds; r++) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < batch; i++) fn(ptr);
+    const c = process.cpuUsage(c0);
+    per.push((c.user + c.system) / batch);
+  }
+  const out = fn === ex.check ? ex.__getString(ex.check(ptr)) : "";
   ex.__unpin(ptr);
-  return { us: ns / 1000, out, chars: stdout.length };
+  per.sort((a, b) => a - b);
+  return { us: per[rounds >> 1], out };
 }
 
-// Calibration: one pass over the text in plain JS (charCodeAt per char). On
-// this kind of shared 2-core machine that alone is ~1 ms per 100k chars; a
-// parse costing a few such passes is linear and allocation-light.
-function scanCost(text, iterations) {
+function jsScan(text, batch) {
   let n = 0;
-  const c0 = process.cpuUsage();
-  for (let k = 0; k < iterations; k++) for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 32) n++;
-  const c = process.cpuUsage(c0);
-  return { us: (c.user + c.system) / iterations, n };
+  const scan = () => { for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 32) n++; };
+  for (let i = 0; i < batch; i++) scan();
+  const per = [];
+  for (let r = 0; r < 15; r++) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < batch; i++) scan();
+    const c = process.cpuUsage(c0);
+    per.push((c.user + c.system) / batch);
+  }
+  per.sort((a, b) => a - b);
+  return per[7] + n * 0;
 }
 
-for (const verbose of [false, true]) {
-  const text = generatedNetShow(1024, { verbose });
-  console.log(`baseline: JS scan of the same ${text.length} chars: ${scanCost(text, 100).us.toFixed(1)} µs`);
-  const big = run(generatedNetShow(1024, { verbose }), 300);
-  console.log(`1024 NIs${verbose ? " -v" : ""}: ${big.chars} chars, ${big.us.toFixed(1)} µs per check -> ${JSON.parse(big.out).reason}`);
-}
-for (const count of [16, 1]) {
-  const small = run(generatedNetShow(count), 2000);
-  console.log(`${count} NI${count > 1 ? "s" : ""}: ${small.us.toFixed(1)} µs per check`);
+const rows = [
+  { label: "1024 NIs", text: generatedNetShow(1024), batch: 40 },
+  { label: "1024 NIs -v", text: generatedNetShow(1024, { verbose: true }), batch: 10 },
+  { label: "16 NIs", text: generatedNetShow(16), batch: 1000 },
+  { label: "1 NI", text: generatedNetShow(1), batch: 2000 },
+];
+for (const { label, text, batch } of rows) {
+  const json = inputFor(text);
+  const parse = time(probe, probe.parseNetShowInput, json, batch);
+  const check = time(plugin, plugin.check, json, batch);
+  const scan = text.length > 10000 ? `; one JS pass over the text ${jsScan(text, batch).toFixed(0)} µs` : "";
+  console.log(`${label.padEnd(12)} ${String(text.length).padStart(7)} chars: parse ${parse.us.toFixed(1).padStart(7)} µs, check ${check.us.toFixed(1).padStart(7)} µs -> ${JSON.parse(check.out).reason}${scan}`);
 }

@@ -160,6 +160,62 @@ describe("line splitting", () => {
   );
 });
 
+describe("vector scans (scan.ts) against a per-character reference", () => {
+  // Units the scans single out, plus ordinary ones, so every lane of an
+  // 8-unit vector and every tail length gets a hit or a miss.
+  const scanUnit = fc.constantFrom(":", " ", "\n", "-", '"', "\\", "\t", "\r", "\u0001", "\u007f", "\ufffd", "a", "é", "\ud83d", "\u000b");
+  const reference = (s: string, from: number) => {
+    const units = [...Array(s.length).keys()].map((i) => s.charCodeAt(i)).slice(from);
+    const first = (pred: (c: number) => boolean) => {
+      const k = units.findIndex(pred);
+      return k < 0 ? s.length : from + k;
+    };
+    const count = (c: number) => units.filter((u) => u === c).length;
+    const special = first((c) => c === 34 || c === 92 || c < 32);
+    const backslash = first((c) => c === 92);
+    return [
+      first((c) => c === 58),
+      first((c) => c !== 32),
+      count(10),
+      count(10),
+      count(45),
+      special,
+      units.some((c) => c === 0xfffd || c === 0x7f || (c < 32 && c !== 9 && c !== 10 && c !== 13)),
+      units.some((c) => c !== 32 && c !== 9 && c !== 10 && c !== 13),
+      backslash,
+      s.slice(from, backslash),
+    ];
+  };
+  it("agree at every start offset on strings up to 40 units (property)", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: scanUnit, maxLength: 40 }), (s) => {
+        const rows = sdk.scanProbe(s);
+        expect(rows.length).toBe(s.length + 1);
+        rows.forEach((row, from) => expect(row).toEqual(reference(s, from)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+  it("find hits in the last lane of a vector and in the scalar tail", () => {
+    for (const n of [7, 8, 9, 15, 16, 17, 24]) {
+      const s = "a".repeat(n - 1) + ":";
+      expect(sdk.scanProbe(s)[0]![0]).toBe(n - 1);
+    }
+  });
+});
+
+describe("UniqueList", () => {
+  it("keeps the first of each name, in order, across table growth (property)", () => {
+    const name = fc.string({ unit: fc.constantFrom("e", "t", "h", "0", "1", "2", "\u00e9"), minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(fc.array(name, { minLength: 1, maxLength: 300 }), (names) => {
+        expect(sdk.uniqueProbe(names.join(","))).toBe([...new Set(names)].join(","));
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
+
 function expectClose(actual: unknown, expected: unknown): void {
   if (typeof expected === "number") {
     expect(typeof actual).toBe("number");

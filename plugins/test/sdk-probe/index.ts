@@ -1,7 +1,11 @@
 // Test-only module exposing SDK pieces to vitest; never shipped as a plugin.
 import {
   collectExcept, humanList, joinStrings, textIs, isIPv6, isValidIfName, isValidNid, jsonString, parseJson, parseYaml, splitLines, stringify,
+  slice, UniqueList, openSource,
 } from "../../sdk";
+import {
+  copyUntilUnit, countUnit, countUnitPair, findJsonSpecial, findUnit, hasBinaryUnit, hasNonBlankUnit, skipUnit,
+} from "../../sdk/scan";
 
 export function jsonRoundtrip(s: string): string {
   const r = parseJson(s);
@@ -67,4 +71,63 @@ export function joinProbe(s: string): string {
   const out = "[" + jsonString(joinStrings(parts, ", ")) + "," + jsonString(humanList(parts, 3)) + "]";
   collectExcept(out);
   return out;
+}
+
+/**
+ * Every vector scan of scan.ts from each start offset (0..len) to the end:
+ * one row per offset, [findUnit ':', skipUnit ' ', countUnit LF, LFs and
+ * '-'s from countUnitPair, findJsonSpecial, hasBinaryUnit, hasNonBlankUnit,
+ * copyUntilUnit '\\' stop, and the text it copied], as JSON.
+ */
+export function scanProbe(s: string): string {
+  const base = changetype<usize>(s);
+  const n = s.length;
+  const rows = new Array<string>();
+  const buf = new StaticArray<u16>(n + 1);
+  for (let from = 0; from <= n; from++) {
+    const pair = countUnitPair(base, from, n, 10, 45);
+    const dst = changetype<usize>(buf);
+    const stop = copyUntilUnit(base, from, n, 92, dst, dst + (<usize>(n - from) << 1));
+    const copied = String.UTF16.decodeUnsafe(dst, <usize>(stop - from) << 1);
+    rows.push(
+      "[" + findUnit(base, from, n, 58).toString() + "," + skipUnit(base, from, n, 32).toString() + "," +
+      countUnit(base, from, n, 10).toString() + "," + (<i32>(pair >> 32)).toString() + "," + (<i32>(pair & 0xffffffff)).toString() + "," +
+      findJsonSpecial(base, from, n).toString() + "," + (hasBinaryUnit(base, from, n) ? "true" : "false") + "," +
+      (hasNonBlankUnit(base, from, n) ? "true" : "false") + "," + stop.toString() + "," + jsonString(copied) + "]",
+    );
+  }
+  const out = "[" + joinStrings(rows, ",") + "]";
+  collectExcept(out);
+  return out;
+}
+
+/** Splits on ",", keeps the first of each duplicate through UniqueList, joins with ",". */
+export function uniqueProbe(s: string): string {
+  const u = new UniqueList();
+  let start = 0;
+  for (let i = 0; i <= s.length; i++) {
+    if (i == s.length || s.charCodeAt(i) == 44) {
+      u.add(slice(s, start, i));
+      start = i + 1;
+    }
+  }
+  const out = joinStrings(u.items, ",");
+  collectExcept(out);
+  return out;
+}
+
+/**
+ * The parse share of a `net show` check, for plugins/test/perf-net-show.mjs:
+ * decode the ABI input, refuse binary text, read the YAML tree. Returns the
+ * tree's node count (-1 when the input is refused).
+ */
+export function parseNetShowInput(input: string): i32 {
+  const o = openSource(input, "lnetctl.net_show");
+  let nodes = -1;
+  if (o.failure === null) {
+    const tree = parseYaml(o.text).tree;
+    if (tree !== null) nodes = tree.count;
+  }
+  collectExcept("");
+  return nodes;
 }
