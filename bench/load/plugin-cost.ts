@@ -58,6 +58,8 @@ type AsExports = Record<string, unknown> & {
   check(p: number): number;
   __newString(s: string): number;
   __getString(p: number): string;
+  __new(size: number, id: number): number;
+  memory: { buffer: ArrayBuffer };
   __pin(p: number): number;
   __unpin(p: number): void;
   __collect?(): void;
@@ -79,9 +81,13 @@ async function measurePlugin(file: string, p: PluginCostParams): Promise<PluginC
   const call = (ptr: number) => ex.__getString(ex.check(ptr));
   for (const n of p.sizes) {
     const input = pluginInput(n, sources, mode);
-    // The host writes the input string once per call, as the runtime does.
+    // The host writes the input string once per call, as the runtime's
+    // sandbox does: a native UTF-16LE copy into an AssemblyScript string
+    // (class id 2), not the loader's per-character __newString.
     const once = () => {
-      const ptr = ex.__pin(ex.__newString(input));
+      const at = ex.__new(input.length << 1, 2) >>> 0;
+      Buffer.from(ex.memory.buffer, at, input.length << 1).write(input, "utf16le");
+      const ptr = ex.__pin(at);
       try {
         return call(ptr);
       } finally {

@@ -96,6 +96,19 @@ export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugi
       limit: "≤ 6×",
       pass: pass(g <= 6, g),
     });
+    // Issue #4: a 1,024-NI `net show` must parse in well under a millisecond.
+    // Measured here as lnet-nets' whole check() (parse, verdict, the
+    // interfaces fact), which is stricter than the parse alone.
+    if (p.name === "lnet-nets") {
+      const t1024 = p.points.find((x) => x.nis === 1024)?.medianUs ?? NaN;
+      out.push({
+        id: "plugin-1024:lnet-nets",
+        what: "plugin lnet-nets whole check() of a 1,024-NI net show (raw, median; stricter than the parse alone)",
+        measured: p.error ? `error: ${p.error}` : `${f(t1024, 0)} µs`,
+        limit: "≤ 1,000 µs",
+        pass: pass(t1024 <= 1000, t1024),
+      });
+    }
   }
   return out;
 }
