@@ -147,9 +147,10 @@ export async function buildPlugins({ names, force = false, log = (s) => process.
     }
     renameSync(tmp, outFile);
     // The minimal runtime only frees memory when the SDK's respond() collects
-    // at the end of check(); a plugin that bypasses it grows until its cap.
-    if (!/\brespond\s*\(/.test(readFileSync(join(PLUGINS_DIR, name, "index.ts"), "utf8"))) {
-      log(`plugins: warning: ${name}/index.ts never calls respond(); its check() garbage is never freed`);
+    // at the end of check() (checkSource() ends through it); a plugin that
+    // bypasses both grows until its cap.
+    if (!/\b(respond|checkSource)\s*\(/.test(readFileSync(join(PLUGINS_DIR, name, "index.ts"), "utf8"))) {
+      log(`plugins: warning: ${name}/index.ts never calls respond() or checkSource(); its check() garbage is never freed`);
     }
     const cache = readCache();
     cache[name] = hash;

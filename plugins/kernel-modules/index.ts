@@ -1,5 +1,5 @@
 // Are the `lnet` and `lustre` kernel modules loaded? Reads /proc/modules.
-import { Manifest, Result, respond, humanList, openSource, parseError, LineFields, lineEnd } from "../sdk";
+import { Manifest, Result, checkSource, humanList, Opened, parseError, LineFields, lineEnd } from "../sdk";
 
 const SOURCE = "proc.modules";
 const REQUIRED: Array<string> = ["lnet", "lustre"];
@@ -11,14 +11,10 @@ export function manifest(): string {
 }
 
 export function check(input: string): string {
-  return respond(evaluate(input));
+  return checkSource(input, SOURCE, evaluate);
 }
 
-function evaluate(input: string): Result {
-  const o = openSource(input, SOURCE);
-  const failure = o.failure;
-  if (failure !== null) return failure;
-
+function evaluate(o: Opened): Result {
   // /proc/modules: `name size refcount deps state address [taint]`. Fields are
   // looked at in place; only the states of the required modules are copied.
   const found = new Array<bool>(REQUIRED.length);

@@ -2,8 +2,8 @@
 // `0@lo` is always up, so it must not count towards health (the reference
 // driver's readiness script is fooled by exactly that).
 import {
-  Manifest, Result, respond, Value, findLnetError, humanList, isLoopbackNid, isValidIfName,
-  isValidNid, openSource, parseError, parseYaml, oneLine, clip, UniqueList, textIs, joinStrings,
+  Manifest, Result, checkSource, Value, findLnetError, humanList, isLoopbackNid, isValidIfName,
+  isValidNid, Opened, parseError, parseYaml, oneLine, clip, UniqueList, textIs, joinStrings,
 } from "../sdk";
 
 const SOURCE = "lnetctl.net_show";
@@ -15,13 +15,10 @@ export function manifest(): string {
 }
 
 export function check(input: string): string {
-  return respond(evaluate(input));
+  return checkSource(input, SOURCE, evaluate);
 }
 
-function evaluate(input: string): Result {
-  const o = openSource(input, SOURCE);
-  const failure = o.failure;
-  if (failure !== null) return failure;
+function evaluate(o: Opened): Result {
   if (o.source.truncated) return parseError(o.source, "output was truncated");
 
   const doc = parseYaml(o.text);

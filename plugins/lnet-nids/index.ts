@@ -1,6 +1,6 @@
 // Does LNet have at least one valid non-loopback NID? Publishes the first one
 // as `lnet.selfNid` for the self-ping check.
-import { Manifest, Result, respond, humanList, openSource, parseError, nidKind, NID_INVALID, NID_LOOPBACK, clip, oneLine, lineEnd, isSpace } from "../sdk";
+import { Manifest, Result, checkSource, humanList, Opened, parseError, nidKind, NID_INVALID, NID_LOOPBACK, clip, oneLine, lineEnd, isSpace } from "../sdk";
 
 const SOURCE = "lctl.list_nids";
 
@@ -11,14 +11,10 @@ export function manifest(): string {
 }
 
 export function check(input: string): string {
-  return respond(evaluate(input));
+  return checkSource(input, SOURCE, evaluate);
 }
 
-function evaluate(input: string): Result {
-  const o = openSource(input, SOURCE);
-  const failure = o.failure;
-  if (failure !== null) return failure;
-
+function evaluate(o: Opened): Result {
   const remote = new Array<string>();
   const ignored = new Array<string>();
   let loopback = 0;

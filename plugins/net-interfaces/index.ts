@@ -2,7 +2,7 @@
 // `unknown` passes: virtual and tunnel devices (and many VM NICs) never report
 // carrier state, so treating it as down would fail healthy nodes; the message
 // still names them.
-import { Manifest, Result, respond, humanList, isValidIfName, openSource, parseError, clip, oneLine, LineFields, lineEnd } from "../sdk";
+import { Manifest, Result, checkSource, humanList, isValidIfName, Opened, parseError, clip, oneLine, LineFields, lineEnd } from "../sdk";
 
 const SOURCE = "sys.net.operstate";
 
@@ -13,14 +13,10 @@ export function manifest(): string {
 }
 
 export function check(input: string): string {
-  return respond(evaluate(input));
+  return checkSource(input, SOURCE, evaluate);
 }
 
-function evaluate(input: string): Result {
-  const o = openSource(input, SOURCE);
-  const failure = o.failure;
-  if (failure !== null) return failure;
-
+function evaluate(o: Opened): Result {
   const up = new Array<string>();
   const unknown = new Array<string>();
   const bad = new Array<string>();

@@ -283,6 +283,18 @@ export class Opened {
   }
 }
 
+/**
+ * The usual `check`: opens source `name` (see openSource) and hands it to
+ * `evaluate` unless opening already failed; ends through respond(). A
+ * plugin's export is then one line:
+ *   export function check(input: string): string { return checkSource(input, SOURCE, evaluate); }
+ */
+export function checkSource(json: string, name: string, evaluate: (o: Opened) => Result): string {
+  const o = openSource(json, name);
+  const failure = o.failure;
+  return respond(failure !== null ? failure : evaluate(o));
+}
+
 export function openSource(json: string, name: string): Opened {
   const input = CheckInput.parse(json);
   const o = new Opened(input);

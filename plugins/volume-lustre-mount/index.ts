@@ -6,7 +6,7 @@
 // directory is still there and the driver's stats call can succeed on the
 // empty directory underneath, so kubelet would report a healthy volume whose
 // data is gone. A missing or non-lustre mount at the path is the signal.
-import { Manifest, Result, fields, humanList, openSource, parseError, respond, splitLines } from "../sdk";
+import { Manifest, Result, fields, humanList, Opened, parseError, checkSource, splitLines } from "../sdk";
 
 const SOURCE = "proc.mounts";
 
@@ -67,14 +67,10 @@ function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
 }
 
 export function check(input: string): string {
-  return respond(evaluate(input));
+  return checkSource(input, SOURCE, evaluate);
 }
 
-function evaluate(input: string): Result {
-  const o = openSource(input, SOURCE);
-  const failure = o.failure;
-  if (failure !== null) return failure;
-
+function evaluate(o: Opened): Result {
   const paths = new Array<string>();
   const staging = o.input.fact("volume.stagingPath");
   const target = o.input.fact("volume.path");

@@ -75,7 +75,7 @@ function findSdk(parent: string): string | null {
 
 function indexTemplate(name: string, source: string, sdk: string): string {
   return `// ${name}: TODO say what this check proves and why it matters.
-import { Manifest, Result, openSource, parseError, respond, splitLines } from "${sdk}";
+import { Manifest, Opened, Result, checkSource, parseError, splitLines } from "${sdk}";
 
 const SOURCE = "${source}";
 // TODO replace this rule: the source must print at least MIN_LINES non-empty lines.
@@ -87,18 +87,14 @@ export function manifest(): string {
     .toJson();
 }
 
-// Always return through respond(): it serialises the result and frees the
-// call's memory (plugins are built with the minimal runtime).
+// checkSource() answers bad input, a missing or failed source and empty or
+// binary output itself, and ends through respond(), which serialises the
+// result and frees the call's memory (plugins use the minimal runtime).
 export function check(input: string): string {
-  return respond(evaluate(input));
+  return checkSource(input, SOURCE, evaluate);
 }
 
-function evaluate(input: string): Result {
-  // Handles bad input, a missing or failed source, and empty or binary output.
-  const o = openSource(input, SOURCE);
-  const failure = o.failure;
-  if (failure !== null) return failure;
-
+function evaluate(o: Opened): Result {
   let count = 0;
   const lines = splitLines(o.text);
   for (let i = 0; i < lines.length; i++) if (lines[i].trim().length > 0) count++;
