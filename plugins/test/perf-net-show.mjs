@@ -29,36 +29,35 @@ function inputFor(stdout) {
   return JSON.stringify({ mode: "node", sources: { "lnetctl.net_show": { ok: true, exitCode: 0, stdout, stderr: "", error: null, truncated: false, ageMs: 1 } }, facts: {} });
 }
 
-/** Median µs per call of fn(ptr) over `rounds` batches of `batch` calls. */
-function time(ex, fn, json, batch, rounds = 15) {
-  const ptr = ex.__pin(ex.__newString(json));
-  for (let i = 0; i < batch; i++) fn(ptr); // warm-up (and wasm tier-up)
+/** Median CPU µs of one run() over 15 rounds of `batch` runs, after a warm-up batch (and wasm tier-up). */
+function medianCpuUs(run, batch, rounds = 15) {
+  for (let i = 0; i < batch; i++) run();
   const per = [];
   for (let r = 0; r < rounds; r++) {
     const c0 = process.cpuUsage();
-    for (let i = 0; i < batch; i++) fn(ptr);
+    for (let i = 0; i < batch; i++) run();
     const c = process.cpuUsage(c0);
     per.push((c.user + c.system) / batch);
   }
-  const out = fn === ex.check ? ex.__getString(ex.check(ptr)) : "";
-  ex.__unpin(ptr);
   per.sort((a, b) => a - b);
-  return { us: per[rounds >> 1], out };
+  return per[rounds >> 1];
 }
 
+/** fn(ptr) on the input written once into module `ex`: median µs per call, and check()'s result. */
+function time(ex, fn, json, batch) {
+  const ptr = ex.__pin(ex.__newString(json));
+  const us = medianCpuUs(() => fn(ptr), batch);
+  const out = fn === ex.check ? ex.__getString(ex.check(ptr)) : "";
+  ex.__unpin(ptr);
+  return { us, out };
+}
+
+/** One plain JS pass over the text, for scale. */
 function jsScan(text, batch) {
-  let n = 0;
-  const scan = () => { for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 32) n++; };
-  for (let i = 0; i < batch; i++) scan();
-  const per = [];
-  for (let r = 0; r < 15; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < batch; i++) scan();
-    const c = process.cpuUsage(c0);
-    per.push((c.user + c.system) / batch);
-  }
-  per.sort((a, b) => a - b);
-  return per[7] + n * 0;
+  let controls = 0; // a captured counter keeps the loop from being optimised away
+  return medianCpuUs(() => {
+    for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 32) controls++;
+  }, batch);
 }
 
 const rows = [
