@@ -14,6 +14,8 @@
 // a module using an encoding this decoder does not know (GC types,
 // try_table, …) is left as it is, and its traps stay plain PluginTrap.
 
+import { wasm } from "./wasm-api.js";
+
 export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";
 
 const SECTION = { type: 1, import: 2, function: 3, global: 6, export: 7, code: 10 } as const;
@@ -203,7 +205,7 @@ export function hookMemoryGrow(input: Uint8Array): GrowHookResult {
   // Only a valid module is rewritten: an invalid one that names the function or
   // global about to be appended must not become valid by it (the compiler then
   // refuses it with its own message).
-  if (!WebAssembly.validate(input)) return { bytes: input, hooked: false };
+  if (!wasm.validate(input)) return { bytes: input, hooked: false };
   try {
     return rewrite(input);
   } catch (e) {
