@@ -1,0 +1,71 @@
+// The short network-edge fuzz (issue #14): a fixed seed, a few hundred cases
+// per kind, against a real gateway process on its TCP port and CSI socket.
+// The long version runs inside `npm run soak` (bench/soak/).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EdgeFuzzer, type FuzzKind } from "../../bench/soak/fuzz-edge.js";
+import { startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
+
+const SEED = 1414;
+
+let gw: GatewayProcess;
+let fatal: string[] = [];
+
+beforeAll(async () => {
+  // info, not the helper's debug: a debug line per bad request would be the
+  // fuzzer measuring the logger.
+  gw = await startGatewayProcess(["--log-level=info"]);
+  gw.child.once("exit", (code, sig) => fatal.push(`gateway exited (${code ?? sig})`));
+});
+
+afterAll(async () => {
+  await gw?.stop();
+});
+
+function target() {
+  const [host, port] = [gw.http.slice(0, gw.http.lastIndexOf(":")), Number(gw.http.slice(gw.http.lastIndexOf(":") + 1))];
+  return { host, port, socket: gw.socket };
+}
+
+async function fuzz(kinds: FuzzKind[], cases = 0) {
+  const f = new EdgeFuzzer(target(), { seed: SEED, cases, kinds, compareSplits: true, deadlineMs: 10_000 });
+  const stats = await f.run();
+  return stats;
+}
+
+describe("network edge fuzz (fixed seed)", () => {
+  it("answers valid HTTP/1.1 requests split at every byte exactly as unsplit ones", async () => {
+    const s = await fuzz(["h1-split"]);
+    expect(s.cases["h1-split"]).toBeGreaterThan(300);
+    expect(s.violations).toEqual([]);
+    expect(fatal).toEqual([]);
+  });
+
+  it("answers an h2c Probe split at every byte, on the port and on the socket", async () => {
+    const s = await fuzz(["h2-split"]);
+    expect(s.cases["h2-split"]).toBeGreaterThan(100);
+    expect(s.endings["h2-split:response"]).toBe(s.cases["h2-split"]);
+    expect(s.violations).toEqual([]);
+    expect(fatal).toEqual([]);
+  });
+
+  it("gives random Connect, gRPC-Web and plain requests a well-formed HTTP/1.1 answer", async () => {
+    const s = await fuzz(["h1-random"], 300);
+    expect(s.cases["h1-random"]).toBe(300);
+    expect(s.violations).toEqual([]);
+    expect(fatal).toEqual([]);
+  });
+
+  it("answers or resets every random HTTP/2 request stream", async () => {
+    const s = await fuzz(["h2-request"], 300);
+    expect(s.cases["h2-request"]).toBe(300);
+    expect(s.violations).toEqual([]);
+    expect(fatal).toEqual([]);
+  });
+
+  it("writes only well-formed frames in reply to random and mutated HTTP/2 frames, and keeps serving", async () => {
+    const s = await fuzz(["h2-frames"], 200);
+    expect(s.cases["h2-frames"]).toBe(200);
+    expect(s.violations).toEqual([]);
+    expect(fatal).toEqual([]);
+  });
+});
