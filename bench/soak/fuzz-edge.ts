@@ -136,7 +136,7 @@ const GRPC_TIMEOUTS = ["1S", "100m", "5H", "1M", "0n", "0S", "1u", "99999999H", 
 
 const ENCODING_HEADERS = ["grpc-encoding", "content-encoding", "connect-content-encoding"];
 const token = fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/);
-const visible = fc.stringMatching(/^[\x20-\x7e]{0,40}$/);
+const visible = fc.oneof({ weight: 6, arbitrary: fc.stringMatching(/^[\x21-\x7e]([\x20-\x7e]{0,38}[\x21-\x7e])?$/) }, { weight: 1, arbitrary: fc.stringMatching(/^[\x20-\x7e]{0,40}$/) });
 const path = fc.oneof(fc.constantFrom(...KNOWN_PATHS), fc.stringMatching(/^\/[\x21-\x7e]{0,60}$/));
 const contentType = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...CONTENT_TYPES) }, { weight: 1, arbitrary: visible });
 const grpcTimeout = fc.oneof(fc.constantFrom(...GRPC_TIMEOUTS), fc.stringMatching(/^[0-9]{1,10}[HMSmun]$/), visible);

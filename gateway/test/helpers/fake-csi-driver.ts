@@ -62,7 +62,7 @@ export class FakeCsiDriver {
     const server = new grpc.Server();
     for (const name of this.services) {
       const svc = SERVICES[name];
-      const def: grpc.ServiceDefinition = {};
+      const def: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
       const impl: grpc.UntypedServiceImplementation = {};
       for (const m of svc.methods) {
         const path = `/${svc.typeName}/${m.name}`;

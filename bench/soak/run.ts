@@ -1,0 +1,379 @@
+// `npm run soak`: two real probegate processes under traffic and faults for
+// --duration, invariants counted all along, a report at the end. See
+// bench/soak/README.md.
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { SOURCE_DEFAULTS } from "../../gateway/src/engine/sources/index.js";
+import { benchDist, repoRoot } from "../lib/paths.js";
+import { isMain } from "../lib/main.js";
+import { EdgeFuzzer, type FuzzKind, type FuzzStats } from "./fuzz-edge.js";
+import { GatewayProc } from "./gateway-proc.js";
+import { LnetFaults } from "./lnet-faults.js";
+import { ReadinessOracle, type Cause, type OracleBounds } from "./oracle.js";
+import { parseOptions, USAGE, type SoakOptions } from "./options.js";
+import { ConfigMapDir, PlainDir, PluginChurn, compileKinds } from "./plugin-churn.js";
+import { Recorder } from "./recorder.js";
+import { buildReport, writeReport, type SoakReport } from "./report.js";
+import { Rng } from "./rng.js";
+import { ConnectClients, Forwarder, probeUnix, healthTcp, httpGet, type Target } from "./traffic.js";
+import { connectSession, grpcUnary } from "./grpc-call.js";
+import { PROBE_PATH } from "../lib/grpc.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+class Loops {
+  private timers = new Set<NodeJS.Timeout>();
+  stopped = false;
+  readonly inflight = new Set<Promise<unknown>>();
+
+  /** Fires fn every periodMs (open loop), unless maxInflight of its own are still running. */
+  every(periodMs: number, maxInflight: number, fn: () => Promise<void>, onSkip: () => void): void {
+    let mine = 0;
+    const tick = () => {
+      if (this.stopped) return;
+      if (mine >= maxInflight) onSkip();
+      else {
+        mine++;
+        const p = fn()
+          .catch(() => {})
+          .finally(() => {
+            mine--;
+            this.inflight.delete(p);
+          });
+        this.inflight.add(p);
+      }
+      const t = setTimeout(tick, periodMs);
+      this.timers.add(t);
+      t.unref?.();
+    };
+    const t = setTimeout(tick, Math.random() * periodMs);
+    this.timers.add(t);
+  }
+
+  /** Runs fn after a delay chosen by next() each time, until stopped. */
+  schedule(next: () => number, fn: () => Promise<void> | void): void {
+    const go = () => {
+      if (this.stopped) return;
+      const t = setTimeout(async () => {
+        this.timers.delete(t);
+        if (this.stopped) return;
+        try {
+          await fn();
+        } catch (e) {
+          process.stderr.write(`soak: scheduled step failed: ${(e as Error).stack}\n`);
+        }
+        go();
+      }, next());
+      this.timers.add(t);
+    };
+    go();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+  }
+}
+
+export async function runSoak(o: SoakOptions): Promise<SoakReport> {
+  const root = repoRoot();
+  const t0 = Date.now();
+  const end = t0 + o.durationMs;
+  const rng = new Rng(o.seed);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "probegate-soak-"));
+  const driverUnhandled: string[] = [];
+  const onUnhandled = (e: unknown) => driverUnhandled.push(String((e as Error)?.stack ?? e).slice(0, 400));
+  process.on("unhandledRejection", onUnhandled);
+  const lag = monitorEventLoopDelay({ resolution: 20 });
+  lag.enable();
+  const log = (s: string) => process.stderr.write(`soak +${((Date.now() - t0) / 1000).toFixed(0)}s: ${s}\n`);
+
+  log(`work dir ${work}; compiling the churn plugins (cached after the first run)`);
+  const kinds = await compileKinds(root);
+  const lnet = new LnetFaults(work, rng);
+  const bundledDir = path.join(root, "dist/plugins");
+  const bundled = new Map(fs.readdirSync(bundledDir).filter((f) => f.endsWith(".wasm")).map((f) => [f, fs.readFileSync(path.join(bundledDir, f))] as [string, Uint8Array]));
+  const dirA = new PlainDir(path.join(work, "plugins-a"));
+  const dirB = new ConfigMapDir(path.join(work, "plugins-b"));
+  const churnA = new PluginChurn(dirA, bundled, kinds, rng);
+  const churnB = new PluginChurn(dirB, bundled, kinds, rng);
+
+  // The fake upstream driver (gateway mode), restarted after every kill.
+  const driverSocket = path.join(work, "driver.sock");
+  let driver: ChildProcess | undefined;
+  let driverDownSince: number | undefined = t0;
+  let driverKills = 0;
+  let driverStarts = 0;
+  const startDriver = async () => {
+    fs.rmSync(driverSocket, { force: true });
+    const d = spawn(process.execPath, [benchDist("soak/upstream-driver.js"), JSON.stringify({ socket: driverSocket, seed: o.seed + driverStarts })], { stdio: ["ignore", "pipe", "inherit"] });
+    driver = d;
+    driverStarts++;
+    await new Promise<void>((resolve, reject) => {
+      d.stdout!.on("data", (c) => String(c).includes("READY") && resolve());
+      d.once("exit", (code) => reject(new Error(`fake driver exited ${code}`)));
+    });
+    driverDownSince = undefined;
+  };
+  await startDriver();
+
+  const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, "--log-level=info"];
+  const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...common] }, t0);
+  const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: lnet.env(), args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...common] }, t0);
+  await a.start();
+  await b.start();
+  // Restarts keep the port, so clients and the report follow one address.
+  for (const g of [a, b]) g.spec.args = g.spec.args.map((x) => (x === "--http-endpoint=127.0.0.1:0" ? `--http-endpoint=${g.http}` : x));
+  log(`node-mode gateway pid ${a.pid} on ${a.http}, gateway-mode pid ${b.pid} on ${b.http}`);
+
+  // Readiness bounds: see the README's Reliability section for the reasoning.
+  const sourceWorst = SOURCE_DEFAULTS.commandTtlMs + SOURCE_DEFAULTS.commandTimeoutMs + SOURCE_DEFAULTS.pingTimeoutMs;
+  const bounds: OracleBounds = {
+    checkMs: o.checkIntervalMs + sourceWorst + o.graceMs,
+    upstreamMs: 1_000 + 3_000 + o.graceMs,
+    recoverMs: o.checkIntervalMs + SOURCE_DEFAULTS.pingTtlMs + SOURCE_DEFAULTS.pingTimeoutMs + SOURCE_DEFAULTS.commandTimeoutMs + SOURCE_DEFAULTS.commandTtlMs + o.graceMs,
+  };
+  let lnetSince = t0;
+  const lnetCauses = (): Cause[] => (lnet.state === "healthy" ? [] : [{ what: `lnet:${lnet.state}`, since: lnetSince }]);
+  const targetA: Target = { proc: a, oracle: new ReadinessOracle("node", bounds, t0), causes: () => [...lnetCauses(), ...churnA.causes()] };
+  const upstreamCauses = (): Cause[] => (driverDownSince !== undefined ? [{ what: "upstream:down", since: driverDownSince }] : []);
+  const targetB: Target = {
+    proc: b,
+    oracle: new ReadinessOracle("gateway", bounds, t0),
+    causes: (obs) => [...lnetCauses(), ...churnB.causes(), ...(obs === "probe-unix" ? upstreamCauses() : [])],
+  };
+  const noteAll = () => {
+    const now = Date.now();
+    targetA.oracle.note(targetA.causes("probe-unix"), now);
+    targetB.oracle.note(targetB.causes("probe-unix"), now);
+  };
+
+  // Wait for the node-mode gateway to say ready before the faults begin.
+  for (let i = 0; i < 120; i++) {
+    const r = await grpcUnary({ socketPath: a.spec.socket }, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 5000 });
+    if (r.kind === "ok" && r.message.length >= 4 && r.message[3] === 1) break;
+    await sleep(500);
+  }
+  const startedAt = Date.now();
+  noteAll();
+
+  const rec = new Recorder(t0, o.windowMs, o.slackMs);
+  const loops = new Loops();
+  const connect = new ConnectClients();
+  const fwd = new Forwarder(targetB);
+  const hz = (perSec: number) => 1000 / (perSec * o.rate);
+  const events = { node: 0, gateway: 0 };
+  for (const t of [targetA, targetB]) {
+    const n = t.proc.spec.name;
+    const skip = (k: string) => () => rec.skipped(k);
+    loops.every(hz(10), 50, () => probeUnix(t, rec), skip("probe-unix-newconn"));
+    loops.every(hz(3), 20, () => healthTcp(t, rec), skip("health-tcp-newconn"));
+    loops.every(hz(2), 20, () => httpGet(t, rec, "/readyz"), skip("readyz-http1"));
+    loops.every(hz(2), 20, () => httpGet(t, rec, "/healthz"), skip("healthz-http1"));
+    loops.every(hz(2), 20, () => connect.probe(t, rec, "connect-json"), skip("connect-json-probe"));
+    loops.every(hz(1), 20, () => connect.probe(t, rec, "grpc-web"), skip("grpc-web-probe"));
+    loops.every(hz(0.5), 10, () => connect.reflection(t, rec), skip("reflection-grpc"));
+    void n;
+  }
+  for (const m of fwd.methods()) loops.every(hz(1), 30, () => fwd.call(rec, m), () => rec.skipped(`forward-${m}`));
+
+  // Faults: LNet tools, plugin directories, the upstream driver.
+  const faults: Record<string, number> = {};
+  const bump = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
+  loops.schedule(
+    () => rng.between(...o.faultDwellMs),
+    () => {
+      const s = lnet.step();
+      lnetSince = Date.now();
+      if (s !== "healthy") bump(`lnet-${s}`);
+      events.node++;
+      events.gateway++;
+      noteAll();
+    },
+  );
+  loops.schedule(
+    () => rng.between(...o.churnEveryMs),
+    () => {
+      const x = churnA.step(Date.now());
+      if (x !== "none") {
+        bump(`plugins-plain-${x}`);
+        events.node++;
+      }
+      noteAll();
+    },
+  );
+  loops.schedule(
+    () => rng.between(...o.churnEveryMs),
+    () => {
+      const x = churnB.step(Date.now());
+      if (x !== "none") {
+        bump(`plugins-configmap-${x}`);
+        events.gateway++;
+      }
+      noteAll();
+    },
+  );
+  loops.schedule(
+    () => (driverDownSince === undefined ? rng.between(...o.upstreamUpMs) : rng.between(...o.upstreamDownMs)),
+    async () => {
+      if (driverDownSince === undefined) {
+        driverDownSince = Date.now();
+        driver?.kill("SIGKILL");
+        driverKills++;
+        bump("upstream-kill");
+        events.gateway++;
+      } else {
+        await startDriver();
+        bump("upstream-restart");
+      }
+      noteAll();
+    },
+  );
+
+  // Crashes: counted by GatewayProc; restart so the run goes on.
+  for (const g of [a, b]) {
+    g.onCrash = () => {
+      log(`${g.spec.name} gateway crashed; restarting`);
+      bump(`crash-restart-${g.spec.name}`);
+      if (!loops.stopped) void g.start().catch((e) => log(`restart failed: ${(e as Error).message}`));
+    };
+  }
+
+  // Saturating bursts: closed-loop Probes on kept TCP connections and new unix connections.
+  let bursts = 0;
+  loops.schedule(
+    () => (bursts === 0 ? Math.min(o.burstEveryMs / 2, 60_000) : o.burstEveryMs),
+    async () => {
+      bursts++;
+      events.node++;
+      bump("burst");
+      const until = Date.now() + o.burstMs;
+      const sessions = Array.from({ length: 4 }, () => connectSession({ host: "127.0.0.1", port: a.port }));
+      const worker = async (fn: () => Promise<void>) => {
+        while (Date.now() < until && !loops.stopped) await fn();
+      };
+      const tcpProbe = (i: number) => async () => {
+        const { r, outage } = await (async () => {
+          const starts = a.starts;
+          const r = await grpcUnary(sessions[i % 4], PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 });
+          return { r, outage: a.starts !== starts || !a.alive() };
+        })();
+        rec.record("burst-probe-tcp", { outcome: r.kind === "ok" ? "ok" : r.kind === "status" ? "clean-error" : r.kind === "hung" ? "lost" : "broken", detail: r.kind === "transport" ? r.error : undefined, ms: r.ms, deadlineMs: 3000, outage });
+      };
+      await Promise.all([
+        ...Array.from({ length: 64 }, (_, i) => worker(tcpProbe(i))),
+        ...Array.from({ length: 16 }, () => worker(() => probeUnix(targetA, rec, "burst-probe-unix-newconn"))),
+      ]);
+      for (const s of sessions) s.destroy();
+    },
+  );
+
+  // The long fuzz: rounds of fresh seeds against the node-mode gateway's port and socket.
+  const fuzzTotals: FuzzStats = { cases: {}, endings: {}, violations: [] };
+  let fuzzRounds = 0;
+  const fuzzLoop = (async () => {
+    if (!o.fuzz) return;
+    await sleep(5_000);
+    const kinds: FuzzKind[][] = [["h1-random", "h2-request"], ["h2-frames"], ["h1-split", "h2-split"]];
+    while (!loops.stopped && Date.now() < end) {
+      const kindsNow = kinds[fuzzRounds % kinds.length];
+      const f = new EdgeFuzzer({ host: "127.0.0.1", port: a.port, socket: a.spec.socket }, { seed: o.seed * 1000 + fuzzRounds, cases: 40, kinds: kindsNow, splitPositions: 24, until: end, deadlineMs: 5_000 });
+      const starts = a.starts;
+      const s = await f.run();
+      fuzzRounds++;
+      for (const [k, v] of Object.entries(s.cases)) fuzzTotals.cases[k] = (fuzzTotals.cases[k] ?? 0) + v;
+      for (const [k, v] of Object.entries(s.endings)) fuzzTotals.endings[k] = (fuzzTotals.endings[k] ?? 0) + v;
+      // A control Probe that failed because the gateway was restarting is the crash's, counted there.
+      const outage = a.starts !== starts || !a.alive();
+      for (const v of s.violations) if (!(outage && v.what === "unresponsive") && fuzzTotals.violations.length < 200) fuzzTotals.violations.push(v);
+      await sleep(1_000);
+    }
+  })();
+
+  // Sampling.
+  loops.every(o.sampleEveryMs, 1, async () => {
+    const now = Date.now();
+    a.takeSample(now);
+    b.takeSample(now);
+  }, () => {});
+  let lastProgress = Date.now();
+  loops.every(1000, 1, async () => {
+    if (Date.now() - lastProgress >= 60_000) {
+      lastProgress = Date.now();
+      const t = rec.totals();
+      log(`${t.sent} requests, ${t.violations} request violations, readiness violations ${targetA.oracle.violationCount + targetB.oracle.violationCount}, lnet ${lnet.state}, RSS ${a.samples.at(-1)?.rssMiB.toFixed(1)}/${b.samples.at(-1)?.rssMiB.toFixed(1)} MiB`);
+    }
+  }, () => {});
+
+  await sleep(Math.max(0, end - Date.now()));
+  log("duration reached; draining in-flight requests");
+  loops.stop();
+  await Promise.race([Promise.allSettled([...loops.inflight]), sleep(35_000)]);
+  await fuzzLoop;
+  fwd.close();
+  const finishedAt = Date.now();
+  // Shutdown is part of the check: SIGTERM must exit 0.
+  const exitCodes: Record<string, number | null> = {};
+  for (const g of [a, b]) {
+    const child = g.child!;
+    const code = new Promise<number | null>((r) => (child.exitCode !== null ? r(child.exitCode) : child.once("exit", (c) => r(c))));
+    await g.stop();
+    exitCodes[g.spec.name] = await code;
+  }
+  driver?.kill("SIGKILL");
+  lag.disable();
+  process.off("unhandledRejection", onUnhandled);
+  lnet.cleanup();
+  fs.rmSync(work, { recursive: true, force: true });
+
+  return buildReport({
+    o,
+    t0,
+    startedAt,
+    finishedAt,
+    rec,
+    gateways: [
+      { proc: a, oracle: targetA.oracle, events: events.node, exitCode: exitCodes.node },
+      { proc: b, oracle: targetB.oracle, events: events.gateway, exitCode: exitCodes.gateway },
+    ],
+    bounds,
+    faults,
+    churn: { plain: churnA.actions, configmap: { ...churnB.actions, swaps: dirB.swaps } },
+    lnetInjected: lnet.injected,
+    upstream: { kills: driverKills, starts: driverStarts },
+    bursts,
+    fuzz: { rounds: fuzzRounds, ...fuzzTotals },
+    driver: { unhandled: driverUnhandled, lagP99Ms: lag.percentile(99) / 1e6, lagMaxMs: lag.max / 1e6 },
+  });
+}
+
+if (isMain(import.meta.url)) {
+  const root = repoRoot();
+  let opts: SoakOptions | "help";
+  try {
+    opts = parseOptions(process.argv.slice(2), root);
+  } catch (e) {
+    process.stderr.write(`soak: ${(e as Error).message}\n`);
+    process.exit(2);
+  }
+  if (opts === "help") {
+    process.stdout.write(USAGE + "\n");
+    process.exit(0);
+  }
+  const o = opts;
+  runSoak(o).then(
+    (report) => {
+      const files = writeReport(report, o.outDir, o.name);
+      process.stdout.write(report.markdown + "\n");
+      process.stderr.write(`soak: wrote ${files.join(", ")}\n`);
+      process.exit(report.summary.violations === 0 ? 0 : 1);
+    },
+    (e) => {
+      process.stderr.write(`soak: ${(e as Error).stack ?? e}\n`);
+      process.exit(3);
+    },
+  );
+}
