@@ -39,7 +39,7 @@ export class ReadinessOracle {
   /** ms from the last cause going away to the first ready answer. */
   readonly recovery: number[] = [];
   private seen = new Set<string>();
-  private clearedSince: number | undefined = 0;
+  private clearedSince: number | undefined;
   private clearEpisodeReported = false;
 
   constructor(

@@ -175,7 +175,8 @@ async function timedConnect<T>(fn: () => Promise<T>): Promise<{ c: { outcome: "o
     if (!(e instanceof ConnectError)) return { c: { outcome: "broken", detail: String((e as Error).message ?? e) }, ms };
     const cause = (e.cause as NodeJS.ErrnoException | undefined)?.code;
     if (e.code === Code.DeadlineExceeded) return { c: { outcome: "lost", code: Code[e.code], detail: "no answer within the deadline" }, ms };
-    if (cause || /ECONN|EPIPE|socket hang up|closed|reset/i.test(e.rawMessage)) return { c: { outcome: "broken", code: Code[e.code], detail: `${cause ?? ""} ${e.rawMessage}` }, ms };
+    // A transport failure carries the socket's error as its cause; an error the server sent does not.
+    if (cause) return { c: { outcome: "broken", code: Code[e.code], detail: `${cause ?? ""} ${e.rawMessage}` }, ms };
     return { c: { outcome: "clean-error", code: Code[e.code], detail: e.rawMessage }, ms };
   }
 }
