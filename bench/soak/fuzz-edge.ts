@@ -277,7 +277,7 @@ function encodeH2Case(c: H2Case): { bytes: Buffer; streams: number[] } {
 
 type Mutation = { op: "flip" | "set" | "insert" | "delete"; at: number; byte: number } | { op: "truncate"; at: number };
 
-const h2FramesCase = fc.oneof(
+export const h2FramesCase = fc.oneof(
   // Random frames after a valid preface and SETTINGS.
   fc
     .array(

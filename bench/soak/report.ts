@@ -11,7 +11,7 @@ import type { GatewayProc, LogCounts, ProcSample } from "./gateway-proc.js";
 import type { OracleBounds, ReadinessOracle, ReadinessViolation } from "./oracle.js";
 import type { SoakOptions } from "./options.js";
 import type { KindCounts, Recorder, WindowStat } from "./recorder.js";
-import { linearFit, percentile, windowMinima } from "./stats.js";
+import { percentile, theilSen, windowMinima } from "./stats.js";
 
 export interface Invariant {
   id: string;
@@ -72,10 +72,10 @@ interface Input {
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
-/** Slope per hour of the window minima over the last 80% of the run. */
+/** Slope per hour (Theil–Sen) of the window minima over the last 80% of the run. */
 function slope(samples: ProcSample[], pick: (s: ProcSample) => number, fromMs: number, windowMs: number): number {
   const pts = windowMinima(samples.filter((s) => s.t >= fromMs).map((s) => ({ t: s.t, v: pick(s) })), windowMs);
-  return linearFit(pts.map((p) => p.t / 3_600_000), pts.map((p) => p.v)).slope;
+  return theilSen(pts.map((p) => p.t / 3_600_000), pts.map((p) => p.v));
 }
 
 function dist(xs: number[]) {
@@ -128,7 +128,7 @@ export function buildReport(x: Input): SoakReport {
     { id: "crash", what: "gateway exits not asked for", count: gateways.reduce((a, g) => a + g.crashes.length, 0), bound: "0" },
     { id: "unhandled", what: "unhandled rejections / uncaught exceptions reported by a gateway", count: gateways.reduce((a, g) => a + g.logs.unhandled, 0), bound: "0" },
     { id: "shutdown", what: "gateways not exiting 0 on SIGTERM at the end", count: gateways.filter((g) => g.exitCode !== 0).length, bound: "0" },
-    { id: "rss-slope", what: `gateways whose RSS slope (window minima, last 80%) exceeds ${o.rssSlopeMiBPerHour} MiB/h`, count: gateways.filter((g) => !(g.rss.slopeMiBPerHour <= o.rssSlopeMiBPerHour)).length, bound: "0" },
+    { id: "rss-slope", what: `gateways whose RSS slope (Theil–Sen of 30 s window minima, last 80%) exceeds ${o.rssSlopeMiBPerHour} MiB/h`, count: gateways.filter((g) => !(g.rss.slopeMiBPerHour <= o.rssSlopeMiBPerHour)).length, bound: "0" },
     { id: "fd-slope", what: `gateways whose open-descriptor slope exceeds ${o.fdSlopePerHour}/h`, count: gateways.filter((g) => !(g.fds.slopePerHour <= o.fdSlopePerHour)).length, bound: "0" },
     { id: "logs", what: "gateways logging more than 100 + 40 per fault event (no line per request)", count: gateways.filter((g) => g.logs.lines > g.logs.bound).length, bound: "0" },
     { id: "fuzz", what: "edge-fuzz cases without a well-formed answer or clean reset, or after which Probe went unanswered", count: fuzzFatal, bound: "0" },

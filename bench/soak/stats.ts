@@ -1,25 +1,9 @@
-// Percentiles and a least-squares slope: the numbers the invariants and the report are made of.
+// Percentiles and a robust slope: the numbers the invariants and the report are made of.
 
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[i];
-}
-
-/** Ordinary least squares of y on x; slope in y-units per x-unit. */
-export function linearFit(xs: readonly number[], ys: readonly number[]): { slope: number; intercept: number } {
-  const n = xs.length;
-  if (n < 2) return { slope: NaN, intercept: NaN };
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let sxy = 0;
-  let sxx = 0;
-  for (let i = 0; i < n; i++) {
-    sxy += (xs[i] - mx) * (ys[i] - my);
-    sxx += (xs[i] - mx) ** 2;
-  }
-  const slope = sxx === 0 ? 0 : sxy / sxx;
-  return { slope, intercept: my - slope * mx };
 }
 
 /**
@@ -36,4 +20,21 @@ export function windowMinima(points: ReadonlyArray<{ t: number; v: number }>, wi
     if (!cur || p.v < cur.v) out.set(w, { t: w * windowMs + windowMs / 2, v: p.v });
   }
   return [...out.values()].sort((a, b) => a.t - b.t);
+}
+
+/**
+ * Theil–Sen slope: the median of the slopes between every pair of points.
+ * One transient spike (a hostile plugin's memory, a burst) moves a
+ * least-squares fit of a short run a lot and this hardly at all; a steady
+ * leak moves both.
+ */
+export function theilSen(xs: readonly number[], ys: readonly number[]): number {
+  const slopes: number[] = [];
+  for (let i = 0; i < xs.length; i++) {
+    for (let j = i + 1; j < xs.length; j++) if (xs[j] !== xs[i]) slopes.push((ys[j] - ys[i]) / (xs[j] - xs[i]));
+  }
+  if (slopes.length === 0) return NaN;
+  slopes.sort((a, b) => a - b);
+  const m = slopes.length >> 1;
+  return slopes.length % 2 ? slopes[m] : (slopes[m - 1] + slopes[m]) / 2;
 }
