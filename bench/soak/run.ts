@@ -81,7 +81,8 @@ class Loops {
 export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const root = repoRoot();
   const t0 = Date.now();
-  const end = t0 + o.durationMs;
+  // Set once the gateways are up: compiling plugins and starting must not eat into the run.
+  let end = Number.POSITIVE_INFINITY;
   const rng = new Rng(o.seed);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "probegate-soak-"));
   const driverUnhandled: string[] = [];
@@ -158,6 +159,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     await sleep(500);
   }
   const startedAt = Date.now();
+  end = startedAt + o.durationMs;
   noteAll();
 
   const rec = new Recorder(t0, o.windowMs, o.slackMs);
