@@ -3,6 +3,7 @@ import type { LevelWithSilent } from "pino";
 import { LOG_LEVELS } from "../observability/logger.js";
 import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
 import { parseEndpoint, type Endpoint } from "../transport/endpoint.js";
+import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "../transport/edge-limits.js";
 import { parseDuration } from "../engine/sources/units.js";
 import { parseArgsOptions } from "./flags.js";
 
@@ -22,6 +23,7 @@ export interface Config {
   driverVersion?: string;
   capabilities: string[];
   maxRequestBytes: number;
+  limits: EdgeLimits;
   shutdownTimeoutMs: number;
   pluginsDir?: string;
   checkIntervalMs: number;
@@ -68,6 +70,36 @@ function modeFromEnv(env: NodeJS.ProcessEnv): Mode | undefined {
   if (v === "yes") return "node";
   if (v === "no") return "controller";
   throw new UsageError(`AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: expected yes or no, got "${v}"`);
+}
+
+function positiveDuration(flag: string, value: string): number {
+  const ms = duration(flag, value);
+  if (ms <= 0) throw new UsageError(`--${flag}: must be longer than 0`);
+  // Node timers hold at most 2^31-1 ms.
+  if (ms > 2_147_483_647) throw new UsageError(`--${flag}: must be at most 24 days`);
+  return ms;
+}
+
+function edgeLimits(str: (k: string) => string | undefined): EdgeLimits {
+  const d = DEFAULT_EDGE_LIMITS;
+  const int = (flag: string, def: number, max: number) => positiveInt(flag, str(flag) ?? String(def), max);
+  const dur = (flag: string, defMs: number) => {
+    const raw = str(flag);
+    return raw === undefined ? defMs : positiveDuration(flag, raw);
+  };
+  const limits: EdgeLimits = {
+    maxConnections: int("max-connections", d.maxConnections, 1_000_000),
+    maxStreamsPerConnection: int("max-streams-per-connection", d.maxStreamsPerConnection, 2 ** 31 - 1),
+    maxInflight: int("max-inflight", d.maxInflight, 1_000_000),
+    maxWatches: int("max-watches", d.maxWatches, 1_000_000),
+    headerTimeoutMs: dur("header-timeout", d.headerTimeoutMs),
+    requestTimeoutMs: dur("request-timeout", d.requestTimeoutMs),
+    idleTimeoutMs: dur("idle-timeout", d.idleTimeoutMs),
+  };
+  if (limits.maxWatches > limits.maxInflight) {
+    throw new UsageError(`--max-watches: ${limits.maxWatches} is more than --max-inflight ${limits.maxInflight} (Watch streams count as calls in progress)`);
+  }
+  return limits;
 }
 
 /** Turns argv and the environment into a validated Config, or throws UsageError. */
@@ -149,6 +181,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     driverVersion,
     capabilities,
     maxRequestBytes: positiveInt("max-request-bytes", str("max-request-bytes") ?? "4194304", 64 * 1024 * 1024),
+    limits: edgeLimits(str),
     shutdownTimeoutMs: duration("shutdown-timeout", str("shutdown-timeout") ?? "5s"),
     pluginsDir: str("plugins-dir"),
     checkIntervalMs: Math.max(100, duration("check-interval", str("check-interval") ?? "5s")),

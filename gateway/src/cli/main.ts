@@ -44,6 +44,7 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     logger,
     metrics,
     timeoutCapMs: cfg.upstreamTimeoutCapMs,
+    maxRequestBytes: cfg.maxRequestBytes,
   });
 }
 
@@ -119,6 +120,7 @@ export async function main(argv: string[]): Promise<number> {
       logger,
       metrics,
       readMaxBytes: cfg.maxRequestBytes,
+      limits: cfg.limits,
       routes: upstream ? [upstream.route] : [],
       probe: upstream?.probe,
       extraServices: upstream ? FORWARDED_SERVICES : undefined,

@@ -53,8 +53,15 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
   };
 
   for (const [path, spec] of Object.entries(ENDPOINTS)) app.get(path, answer(spec));
+  // Scrapes that overlap share one: each would otherwise walk the whole
+  // registry at once, and a pipelined burst of them is enough to exhaust the heap.
+  let scrape: Promise<string> | undefined;
+  const collect = () =>
+    (scrape ??= metrics.registry.metrics().finally(() => {
+      scrape = undefined;
+    }));
   app.get("/metrics", async (c) => {
-    const body = await metrics.registry.metrics();
+    const body = await collect();
     return c.text(body, 200, { "content-type": metrics.registry.contentType });
   });
   app.notFound((c) => c.text("not found", 404));

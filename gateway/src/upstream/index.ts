@@ -38,6 +38,8 @@ export interface UpstreamGatewayOptions {
   probeCacheMs?: number;
   /** Bound on the volume plugins' run inside one NodeGetVolumeStats (default 10 s). */
   volumeCheckTimeoutMs?: number;
+  /** Largest request message forwarded (default 4 MiB). */
+  maxRequestBytes?: number;
 }
 
 export interface UpstreamGateway {
@@ -66,6 +68,7 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     metrics,
     timeoutCapMs: opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS,
     volumeCheckTimeoutMs: opts.volumeCheckTimeoutMs ?? 10_000,
+    maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024,
   });
   const probe = new UpstreamProbeSource({
     conn,

@@ -33,14 +33,23 @@ export interface ProxyDeps {
   timeoutCapMs: number;
   /** Upper bound for one volume check inside NodeGetVolumeStats. */
   volumeCheckTimeoutMs: number;
+  /** Largest request message forwarded (--max-request-bytes); larger calls get RESOURCE_EXHAUSTED. */
+  maxRequestBytes: number;
 }
 
 /** Hop-by-hop and transport headers that must not cross the proxy. */
 const DROP_REQUEST = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "http2-settings", "grpc-timeout", "content-length"]);
 const DROP_RESPONSE = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
 
-/** Bodies we buffer (debug-log copies, rewritten replies) stay small; CSI messages are tiny. */
+/** Replies we buffer to rewrite stay small; CSI messages are tiny. */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/**
+ * Request copies (for the debug log and the volume check) are decoded only up
+ * to this size: CSI requests name a volume and a few paths, and decoding is
+ * what turns a hostile message into many objects. Larger requests are still
+ * forwarded, just not looked into.
+ */
+const MAX_DECODED_REQUEST_BYTES = 64 * 1024;
 
 function copyHeaders(src: http2.IncomingHttpHeaders, drop: Set<string>, keepStatus: boolean): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = {};
@@ -158,10 +167,19 @@ class ForwardedCall {
     }, timeoutMs);
 
     if (this.rewrite === "volume-stats" || deps.logger.isLevelEnabled("debug")) this.requestChunks = [];
+    // CSI calls are unary: one message, so the body is one frame header and the message.
+    const maxBody = deps.maxRequestBytes + 5;
     stream.on("data", (chunk: Buffer) => {
-      if (!this.requestChunks) return;
       this.requestBytes += chunk.length;
-      if (this.requestBytes > MAX_BUFFERED_BYTES) this.requestChunks = undefined;
+      if (this.requestBytes > maxBody) {
+        stream.unpipe(up);
+        this.fail(Status.RESOURCE_EXHAUSTED, `request message is larger than ${deps.maxRequestBytes} bytes (--max-request-bytes)`);
+        // The rest of the body is not wanted: RST_STREAM(NO_ERROR) after the status, as gRPC servers do.
+        if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+        return;
+      }
+      if (!this.requestChunks) return;
+      if (this.requestBytes > MAX_DECODED_REQUEST_BYTES + 5) this.requestChunks = undefined;
       else this.requestChunks.push(chunk);
     });
     stream.once("end", () => {
