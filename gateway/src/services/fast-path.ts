@@ -13,6 +13,7 @@ import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { clampDeadlineHeaders, parseGrpcTimeout } from "../transport/grpc-timeout.js";
+import { resetUnreadRequest } from "../transport/h2-server.js";
 import type { StreamContext, StreamRoute } from "../transport/stream-route.js";
 import { grpcPercentEncode } from "./decode-errors.js";
 import { healthStatus, unknownServiceMessage } from "./health.js";
@@ -158,6 +159,7 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
   ) => {
     const abort = new AbortController();
     stream.once("close", () => abort.abort());
+    resetUnreadRequest(stream);
     clampDeadlineHeaders(headers);
     const header = new Headers();
     for (const [k, v] of Object.entries(headers)) {

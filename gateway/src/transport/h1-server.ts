@@ -125,7 +125,8 @@ export function createH1Server(opts: { handler: CompatHandler; logger: Logger; e
       if (c.queue.length >= MAX_PIPELINED) {
         edge.rejected("pipeline_depth", { listener: "tcp" });
         req.resume();
-        answerResponse(res, req.headers["content-type"], tooBusy("too many pipelined requests"), true);
+        // Answered at once, in order after the ones waiting; the connection stays usable.
+        answerResponse(res, req.headers["content-type"], tooBusy("too many pipelined requests"), false);
         return;
       }
       c.queue.push([req, res]);

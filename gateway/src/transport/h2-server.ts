@@ -70,7 +70,12 @@ export function createH2Server(opts: {
 
   // A stream whose request has not fully arrived by its deadline is answered and closed.
   const pending = new DeadlineSweep<http2.ServerHttp2Stream>(limits.requestTimeoutMs, (stream) => {
-    if (stream.destroyed || stream.headersSent || stream.readableEnded) return;
+    if (stream.destroyed || stream.readableEnded) return;
+    if (stream.headersSent) {
+      // Answered while the request still trickles in (a bidi stream, or a reset the client ignored).
+      if (stream.writableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      return;
+    }
     edge.rejected("request_timeout", { listener });
     answerStream(stream, contentTypes.get(stream), requestTimedOut(limits.requestTimeoutMs));
     stream.close(http2.constants.NGHTTP2_CANCEL);
@@ -121,6 +126,7 @@ export function createH2Server(opts: {
         return;
       }
     }
+    resetUnreadRequest(stream);
     compat!(stream, headers, flags, rawHeaders);
   };
 
@@ -189,4 +195,22 @@ export function createH2Server(opts: {
 export function capConnections(server: net.Server, max: number, edge: Edge, listener: Listener): void {
   server.maxConnections = max;
   server.on("drop", () => edge.rejected("connections", { listener }));
+}
+
+/**
+ * Once a stream is answered, stops the rest of its request: RST_STREAM(NO_ERROR)
+ * (RFC 9113 §8.1), as gRPC servers do. An oversized request is refused after
+ * its first few KiB, and without this its stream (and the client's upload)
+ * would stay open until the client gave up.
+ */
+export function resetUnreadRequest(stream: http2.ServerHttp2Stream): void {
+  const reset = () => {
+    if (!stream.destroyed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  };
+  stream.once("finish", () => {
+    if (stream.destroyed || stream.readableEnded) return;
+    // Trailers still to come: the reset must follow them, not cut them off.
+    if (stream.listenerCount("wantTrailers") > 0) stream.once("wantTrailers", () => setImmediate(reset));
+    else reset();
+  });
 }
