@@ -29,8 +29,11 @@ export interface GatewayConfig {
   readiness: ReadinessProvider;
   /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
   probe?: ProbeSource;
-  /** Raw stream routes tried before Connect (fast path, upstream proxy). */
-  routes?: readonly StreamRoute[];
+  /**
+   * Raw stream routes served on the CSI endpoint only (gateway mode's upstream
+   * proxy): the mount API never reaches the network port.
+   */
+  csiOnlyRoutes?: readonly StreamRoute[];
   logger: Logger;
   metrics: Metrics;
   /** Largest forwarded request message (gateway mode); the calls answered here take at most SELF_ANSWERED_MAX_BYTES. */
@@ -39,7 +42,8 @@ export interface GatewayConfig {
   limits?: Partial<EdgeLimits>;
   /** Serve Probe and Health/Check over gRPC without Connect's per-call machinery (default on). */
   fastPath?: boolean;
-  extraServices?: readonly string[];
+  /** Services those routes forward, listed over reflection on the CSI endpoint only. */
+  csiOnlyServices?: readonly string[];
   extraFiles?: readonly DescFile[];
 }
 
@@ -81,7 +85,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     logger: cfg.logger,
     shutdown: shutdown.signal,
     readMaxBytes,
-    extraServices: cfg.extraServices,
+    csiOnlyServices: cfg.csiOnlyServices,
     extraFiles: cfg.extraFiles,
   });
   const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics }).fetch);
@@ -90,12 +94,11 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     if (HTTP_PATHS.has(path)) void http(req as IncomingMessage, res as ServerResponse);
     else stack.compat(req, res);
   };
-  const routes = [...(cfg.routes ?? [])];
-  if (cfg.fastPath !== false) {
-    routes.unshift(
-      createFastPath({ stack, probe, readiness: cfg.readiness, metrics: cfg.metrics, logger: cfg.logger, readMaxBytes }),
-    );
-  }
+  const shared: StreamRoute[] =
+    cfg.fastPath === false
+      ? []
+      : [createFastPath({ stack, probe, readiness: cfg.readiness, metrics: cfg.metrics, logger: cfg.logger, readMaxBytes })];
+  const csiRoutes = [...shared, ...(cfg.csiOnlyRoutes ?? [])];
   const listeners: RunningListener[] = [];
   const gw: Gateway = {
     async close(deadlineMs) {
@@ -105,11 +108,11 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   };
   try {
     if (cfg.csiEndpoint) {
-      gw.csi = await startCsiListener({ endpoint: cfg.csiEndpoint, routes, handler, logger: cfg.logger, edge });
+      gw.csi = await startCsiListener({ endpoint: cfg.csiEndpoint, routes: csiRoutes, handler, logger: cfg.logger, edge });
       listeners.push(gw.csi);
     }
     if (cfg.httpEndpoint) {
-      gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes, handler, logger: cfg.logger, edge });
+      gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes: shared, handler, logger: cfg.logger, edge });
       listeners.push(gw.http);
     }
   } catch (err) {

@@ -8,7 +8,7 @@ import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
 import { answerStream, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS } from "./edge-limits.js";
 import type { Edge } from "./edge.js";
-import type { Listener, StreamRoute } from "./stream-route.js";
+import type { Listener, StreamContext, StreamRoute } from "./stream-route.js";
 
 /** A request handler for both HTTP/1.1 and the HTTP/2 compatibility API (Connect's and hono's shape). */
 export type CompatHandler = (
@@ -23,12 +23,12 @@ type StreamListener = (
   rawHeaders: string[],
 ) => void;
 
-/** Marks which listener a session came in on, for routing and metrics labels. */
+/** Marks which listener a session came in on (its StreamContext), for routing and metrics labels. */
 export const LISTENER = Symbol("probegate.listener");
 /** Streams open on a session, kept on the session so idle checks need no lookup. */
 const OPEN = Symbol("probegate.openStreams");
 
-type TrackedSession = http2.ServerHttp2Session & { [OPEN]?: number; [LISTENER]?: Listener };
+type TrackedSession = http2.ServerHttp2Session & { [OPEN]?: number; [LISTENER]?: StreamContext };
 
 export interface H2Server {
   server: http2.Http2Server;
@@ -52,20 +52,20 @@ export interface H2Server {
  * otherwise hold a descriptor for good.
  */
 export function createH2Server(opts: {
-  listener: Listener;
+  ctx: StreamContext;
   routes: readonly StreamRoute[];
   handler: CompatHandler;
   logger: Logger;
   edge: Edge;
 }): H2Server {
-  const { listener, routes, logger, edge } = opts;
+  const { ctx, routes, logger, edge } = opts;
   const { limits, admission } = edge;
+  const listener = ctx.listener;
   const server = http2.createServer({
     // Probe bursts from many pollers open streams fast; keep per-session memory bounded.
     maxSessionMemory: 16,
     settings: { maxConcurrentStreams: limits.maxStreamsPerConnection },
   });
-  const ctx = { listener };
   let compat: StreamListener | undefined;
 
   // A stream whose request has not fully arrived by its deadline is answered and closed.
@@ -176,14 +176,14 @@ export function createH2Server(opts: {
     }
   };
   server.on("session", (session: TrackedSession) => {
-    session[LISTENER] = listener;
+    session[LISTENER] = ctx;
     session[OPEN] = 0;
     sessions.add(session);
     session.setTimeout(limits.idleTimeoutMs, () => onIdle(session));
     session.once("close", () => sessions.delete(session));
     session.on("error", (err) => logger.debug({ err, listener }, "http2 session error"));
   });
-  server.on("sessionError", (err) => logger.debug({ err, listener }, "http2 session error"));
+  server.on("sessionError", (err) => logger.debug({ err, listener, surface: ctx.surface }, "http2 session error"));
   return {
     server,
     sessions,

@@ -6,7 +6,7 @@ import type { Edge } from "./edge.js";
 import { createH1Server } from "./h1-server.js";
 import { capConnections, createH2Server, type CompatHandler } from "./h2-server.js";
 import { sniffConnection } from "./sniff.js";
-import type { StreamRoute } from "./stream-route.js";
+import { NETWORK_TCP, type StreamRoute } from "./stream-route.js";
 import { prepareSocketPath, removeSocketPath } from "./unix-socket.js";
 
 export class ListenError extends Error {}
@@ -73,8 +73,9 @@ export async function startCsiListener(opts: {
   edge: Edge;
 }): Promise<RunningListener> {
   const { endpoint, edge } = opts;
-  const listener = endpoint.kind === "unix" ? "unix" : "tcp";
-  const { server, sessions, stop } = createH2Server({ listener, routes: opts.routes, handler: opts.handler, logger: opts.logger, edge });
+  const ctx = { listener: endpoint.kind === "unix" ? "unix" : "tcp", surface: "csi" } as const;
+  const listener = ctx.listener;
+  const { server, sessions, stop } = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger: opts.logger, edge });
   capConnections(server, edge.limits.maxConnections, edge, listener);
   if (endpoint.kind === "unix") {
     try {
@@ -112,7 +113,7 @@ export async function startHttpListener(opts: {
   edge: Edge;
 }): Promise<RunningListener> {
   const { endpoint, logger, edge } = opts;
-  const h2 = createH2Server({ listener: "tcp", routes: opts.routes, handler: opts.handler, logger, edge });
+  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger, edge });
   const h1 = createH1Server({ handler: opts.handler, logger, edge });
   const tcp = net.createServer((socket) => {
     socket.on("error", (err) => logger.debug({ err }, "connection error"));
