@@ -128,9 +128,11 @@ const PROBE_CLASS = new Set([
   "/healthz",
   "/livez",
   "/readyz",
+  // Scrapes are coalesced, so they are cheap; seeing the refusals during a flood is the point.
+  "/metrics",
 ]);
 
-/** Admission classes: kubelet-style checks keep a reserve of in-flight slots; Watch streams have their own cap. */
+/** Admission classes: kubelet-style checks (and /metrics) keep a reserve of in-flight slots; Watch streams have their own cap. */
 function classify(path: string): CallClass {
   if (PROBE_CLASS.has(path)) return "probe";
   if (path === "/grpc.health.v1.Health/Watch") return "watch";

@@ -32,7 +32,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Serving", name: "max-streams-per-connection", type: "string", arg: "N", default: "100",
     help: "Concurrent HTTP/2 streams one connection may open; more are refused (REFUSED_STREAM)." },
   { group: "Serving", name: "max-inflight", type: "string", arg: "N", default: "256",
-    help: "Calls and HTTP requests in progress on all listeners together; more get RESOURCE_EXHAUSTED (HTTP 503). The last quarter is kept for Probe, Health/Check and /healthz, /livez, /readyz." },
+    help: "Calls and HTTP requests in progress on all listeners together; more get RESOURCE_EXHAUSTED (HTTP 503). The last quarter is kept for Probe, Health/Check, /healthz, /livez, /readyz and /metrics." },
   { group: "Serving", name: "max-watches", type: "string", arg: "N", default: "64",
     help: "Open Health/Watch streams on all listeners together; more get RESOURCE_EXHAUSTED." },
   { group: "Serving", name: "header-timeout", type: "string", arg: "DURATION", default: "10s",
