@@ -8,7 +8,8 @@ import http2 from "node:http2";
 import net from "node:net";
 import zlib from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { IMAGE_HEAP_FLAGS, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
+import { FakeCsiDriver } from "./helpers/fake-csi-driver.js";
+import { IMAGE_HEAP_FLAGS, ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 
 const PROBE = "/csi.v1.Identity/Probe";
 const CHECK = "/grpc.health.v1.Health/Check";
@@ -19,6 +20,12 @@ let gp: GatewayProcess | undefined;
 afterEach(async () => {
   await gp?.stop("SIGKILL");
   gp = undefined;
+});
+
+let driver: FakeCsiDriver | undefined;
+afterEach(async () => {
+  await driver?.stop();
+  driver = undefined;
 });
 
 async function start(args: string[] = []): Promise<GatewayProcess> {
@@ -346,5 +353,38 @@ describe("edge limits under attack (image heap caps)", () => {
     expect(await g.exited).toBe(0);
     expect(Date.now() - t0).toBeLessThan(3000);
     s.destroy();
+  });
+
+  it("gateway mode: forwards a large NodeGetVolumeStats without decoding it, and bounds forwarded requests", async () => {
+    const dir = tempDir("pg-edge-driver-");
+    driver = await new FakeCsiDriver(`${dir}/driver.sock`, ["Identity", "Node"]).start();
+    const STATS = "/csi.v1.Node/NodeGetVolumeStats";
+    driver.script(STATS, { message: new Uint8Array() });
+    // The bundled plugins include volume checks, so NodeGetVolumeStats replies are rewritten (its request read).
+    const g = await start([`--upstream=unix://${dir}/driver.sock`, `--plugins-dir=${ROOT}/dist/plugins`, "--max-request-bytes=1048576", "--idle-timeout=2s"]);
+    const s = connect(g.socket);
+    // The upstream connection and the plugin sandbox start on first use: warm up before the baseline.
+    expect((await call(s, STATS, frame(Buffer.from([0x0a, 0x01, 0x76])), { "grpc-timeout": "20S" })).grpcStatus).toBe("0");
+    await new Promise((r) => setTimeout(r, 1500));
+    const baseline = fds(g) - 1; // less the test's own connection, closed below
+    // vol id, then 512 KiB of unknown fields: forwarded, answered by the driver.
+    const big = Buffer.concat([Buffer.from([0x0a, 0x01, 0x76]), UNKNOWN_FIELDS]);
+    const r1 = await call(s, STATS, frame(big), { "grpc-timeout": "20S" });
+    expect(r1.grpcStatus).toBe("0");
+    expect(driver.callsTo(STATS).length).toBe(2);
+    // 32 KiB of unknown fields: small enough to be decoded for the volume check, without keeping them.
+    const small = Buffer.concat([Buffer.from([0x0a, 0x01, 0x76]), UNKNOWN_FIELDS.subarray(0, 32 * 1024)]);
+    expect((await call(s, STATS, frame(small), { "grpc-timeout": "20S" })).grpcStatus).toBe("0");
+    // Over --max-request-bytes: RESOURCE_EXHAUSTED, and the driver sees no complete call.
+    const tooBig = await call(s, STATS, frame(Buffer.alloc(2 * 1024 * 1024)), { "grpc-timeout": "20S" });
+    expect(tooBig.grpcStatus).toBe("8");
+    expect(tooBig.grpcMessage).toContain("--max-request-bytes");
+    expect(driver.callsTo(STATS).length).toBe(3);
+    s.close();
+    expect(g.child.exitCode).toBeNull();
+    const p = connect(g.socket);
+    expect((await call(p, PROBE, frame(Buffer.alloc(0)))).grpcStatus).toBeDefined();
+    p.close();
+    await until(`descriptors back to ${baseline} (now ${fds(g)})`, () => fds(g) <= baseline);
   });
 });
