@@ -13,6 +13,8 @@ export class BadClientLog {
   constructor(private readonly logger: Logger) {}
 
   note(reason: EdgeRejection, detail: Record<string, unknown> = {}): void {
+    // Idle connections closing is how kubelet's one-connection-per-probe ends; counted, not logged.
+    if (reason === "idle_timeout") return;
     const now = Date.now();
     const seen = this.last.get(reason);
     if (seen && now - seen.at < WINDOW_MS) {

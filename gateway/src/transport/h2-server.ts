@@ -28,6 +28,11 @@ export const LISTENER = Symbol("probegate.listener");
 /** Streams open on a session, kept on the session so idle checks need no lookup. */
 const OPEN = Symbol("probegate.openStreams");
 
+/** The admission class a stream was counted under, released when it closes. */
+const CLASS = Symbol("probegate.callClass");
+const SESSION = Symbol("probegate.session");
+type AdmittedStream = http2.ServerHttp2Stream & { [CLASS]?: CallClass; [SESSION]?: TrackedSession };
+
 type TrackedSession = http2.ServerHttp2Session & { [OPEN]?: number; [LISTENER]?: StreamContext };
 
 export interface H2Server {
@@ -83,6 +88,14 @@ export function createH2Server(opts: {
   // Only streams the sweep may answer need their content type remembered; a WeakMap keeps it off the stream.
   const contentTypes = new WeakMap<http2.ServerHttp2Stream, string | string[] | undefined>();
 
+  // One listener for every stream (no closure per call: Probe's fast path runs through here).
+  function onStreamClose(this: AdmittedStream) {
+    admission.leave(this[CLASS]!);
+    pending.delete(this);
+    const session = this[SESSION];
+    if (session) session[OPEN]!--;
+  }
+
   const admit = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean => {
     const path = headers[":path"];
     const cls: CallClass = typeof path === "string" ? edge.classify(path) : "other";
@@ -95,11 +108,10 @@ export function createH2Server(opts: {
     }
     const session = stream.session as TrackedSession | undefined;
     if (session) session[OPEN] = (session[OPEN] ?? 0) + 1;
-    stream.once("close", () => {
-      admission.leave(cls);
-      pending.delete(stream);
-      if (session) session[OPEN]!--;
-    });
+    (stream as AdmittedStream)[CLASS] = cls;
+    // stream.session is gone by 'close'; keep it.
+    (stream as AdmittedStream)[SESSION] = session;
+    stream.once("close", onStreamClose);
     contentTypes.set(stream, headers["content-type"]);
     pending.set(stream, Date.now() + limits.requestTimeoutMs);
     return true;
