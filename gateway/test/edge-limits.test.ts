@@ -355,6 +355,8 @@ describe("edge limits under attack (image heap caps)", () => {
     expect(cb.status).toBe(400);
     expect(((await cb.json()) as { code: string }).code).toBe("invalid_argument");
     // SIGTERM with streams open: the Watch ends UNAVAILABLE, the process exits within the shutdown timeout and a second.
+    const halfOpen = call(s, INFO, undefined);
+    await until("half-open call admitted", () => halfOpen.stream.id !== undefined);
     const t0 = Date.now();
     g.child.kill("SIGTERM");
     expect((await long).grpcStatus).toBe("14");
