@@ -283,8 +283,13 @@ describe("edge limits under attack (image heap caps)", () => {
     expect((await call(quiet, PROBE, frame(Buffer.alloc(0)))).grpcStatus).toBe("0");
     let goaway = false;
     quiet.on("goaway", () => (goaway = true));
+    // And one that opens no stream but PINGs every 200 ms: activity is not work.
+    const pinger = connect(g.http);
+    const pings = setInterval(() => !pinger.closed && !pinger.destroyed && pinger.ping(() => {}), 200);
     await until("sockets closed by the server", () => [...sockets, ...idle].every((s) => s.destroyed || s.readableEnded), 15_000);
     await until("the quiet session closed", () => quiet.closed || quiet.destroyed, 15_000);
+    await until("the pinging session closed", () => pinger.closed || pinger.destroyed, 15_000);
+    clearInterval(pings);
     expect(goaway).toBe(true);
     await healthy(g, baseline);
   });

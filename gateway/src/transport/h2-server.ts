@@ -93,7 +93,7 @@ export function createH2Server(opts: {
     admission.leave(this[CLASS]!);
     pending.delete(this);
     const session = this[SESSION];
-    if (session) session[OPEN]!--;
+    if (session && --session[OPEN]! === 0) idle.set(session, Date.now() + limits.idleTimeoutMs);
   }
 
   const admit = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean => {
@@ -107,7 +107,7 @@ export function createH2Server(opts: {
       return false;
     }
     const session = stream.session as TrackedSession | undefined;
-    if (session) session[OPEN] = (session[OPEN] ?? 0) + 1;
+    if (session && (session[OPEN] = (session[OPEN] ?? 0) + 1) === 1) idle.delete(session);
     (stream as AdmittedStream)[CLASS] = cls;
     // stream.session is gone by 'close'; keep it.
     (stream as AdmittedStream)[SESSION] = session;
@@ -149,6 +149,11 @@ export function createH2Server(opts: {
   server.removeListener("stream", compat);
 
   const sessions = new Set<http2.ServerHttp2Session>();
+  // Idle means no stream open for the idle timeout, whatever else the client
+  // sends: PINGs or SETTINGS trickled every second must not keep a connection forever.
+  const idle = new DeadlineSweep<TrackedSession>(limits.idleTimeoutMs, (session) => {
+    if (!session.destroyed && !session.closed && (session[OPEN] ?? 0) === 0) goAway(session);
+  });
   /** Destroys a session (and its socket) unless it has closed by itself within the grace. */
   const destroyLater = (session: http2.ServerHttp2Session, reason: "goaway_grace") => {
     setTimeout(() => {
@@ -157,12 +162,16 @@ export function createH2Server(opts: {
       session.destroy();
     }, GOAWAY_GRACE_MS).unref();
   };
+  const goAway = (session: TrackedSession) => {
+    edge.rejected("idle_timeout", { listener });
+    session.close();
+    destroyLater(session, "goaway_grace");
+  };
+  /** Node's session timeout: no frame at all either way for the idle timeout. */
   const onIdle = (session: TrackedSession) => {
     if (session.destroyed) return;
     if ((session[OPEN] ?? 0) === 0) {
-      edge.rejected("idle_timeout", { listener });
-      session.close();
-      destroyLater(session, "goaway_grace");
+      if (!session.closed) goAway(session);
       return;
     }
     // Streams are open but nothing moved (a quiet Watch, or a session nghttp2
@@ -192,14 +201,21 @@ export function createH2Server(opts: {
     session[OPEN] = 0;
     sessions.add(session);
     session.setTimeout(limits.idleTimeoutMs, () => onIdle(session));
-    session.once("close", () => sessions.delete(session));
+    idle.set(session, Date.now() + limits.idleTimeoutMs);
+    session.once("close", () => {
+      sessions.delete(session);
+      idle.delete(session);
+    });
     session.on("error", (err) => logger.debug({ err, listener }, "http2 session error"));
   });
   server.on("sessionError", (err) => logger.debug({ err, listener, surface: ctx.surface }, "http2 session error"));
   return {
     server,
     sessions,
-    stop: () => pending.stop(),
+    stop: () => {
+      pending.stop();
+      idle.stop();
+    },
   };
 }
 
