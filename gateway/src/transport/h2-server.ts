@@ -31,7 +31,13 @@ const OPEN = Symbol("probegate.openStreams");
 /** The admission class a stream was counted under, released when it closes. */
 const CLASS = Symbol("probegate.callClass");
 const SESSION = Symbol("probegate.session");
-type AdmittedStream = http2.ServerHttp2Stream & { [CLASS]?: CallClass; [SESSION]?: TrackedSession };
+/** For answering in the client's protocol when the request times out. */
+const CONTENT_TYPE = Symbol("probegate.contentType");
+type AdmittedStream = http2.ServerHttp2Stream & {
+  [CLASS]?: CallClass;
+  [SESSION]?: TrackedSession;
+  [CONTENT_TYPE]?: string | string[];
+};
 
 type TrackedSession = http2.ServerHttp2Session & { [OPEN]?: number; [LISTENER]?: StreamContext };
 
@@ -82,11 +88,9 @@ export function createH2Server(opts: {
       return;
     }
     edge.rejected("request_timeout", { listener });
-    answerStream(stream, contentTypes.get(stream), requestTimedOut(limits.requestTimeoutMs));
+    answerStream(stream, (stream as AdmittedStream)[CONTENT_TYPE], requestTimedOut(limits.requestTimeoutMs));
     stream.close(http2.constants.NGHTTP2_CANCEL);
   });
-  // Only streams the sweep may answer need their content type remembered; a WeakMap keeps it off the stream.
-  const contentTypes = new WeakMap<http2.ServerHttp2Stream, string | string[] | undefined>();
 
   // One listener for every stream (no closure per call: Probe's fast path runs through here).
   function onStreamClose(this: AdmittedStream) {
@@ -111,8 +115,9 @@ export function createH2Server(opts: {
     (stream as AdmittedStream)[CLASS] = cls;
     // stream.session is gone by 'close'; keep it.
     (stream as AdmittedStream)[SESSION] = session;
-    stream.once("close", onStreamClose);
-    contentTypes.set(stream, headers["content-type"]);
+    // 'close' comes once; on() spares the wrapper once() would allocate.
+    stream.on("close", onStreamClose);
+    (stream as AdmittedStream)[CONTENT_TYPE] = headers["content-type"];
     pending.set(stream, Date.now() + limits.requestTimeoutMs);
     return true;
   };
