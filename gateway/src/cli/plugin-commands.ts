@@ -180,9 +180,10 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
     io.stdout.write(HELP.test!);
     return EXIT.ok;
   }
-  const file = onePositional(positionals, "PLUGIN.wasm");
+  // `--fixtures a.yaml b.yaml dir/`: paths after the plugin are fixtures too.
+  const fixtures = values.fixtures ? [...values.fixtures, ...positionals.slice(1)] : [];
+  const file = onePositional(fixtures.length > 0 ? positionals.slice(0, 1) : positionals, "PLUGIN.wasm");
   const timeoutMs = parseTimeout(values.timeout);
-  const fixtures = values.fixtures ?? [];
   if (fixtures.length > 0) {
     const clash = (["source", "source-exit", "source-stderr", "source-fault", "fact", "mode", "json"] as const).find((f) => values[f] !== undefined);
     if (clash) throw new UsageError(`--${clash} cannot be combined with --fixtures (a fixture file says it per case)`);
