@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { pino } from "pino";
 import { SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
@@ -19,7 +19,7 @@ const EXIT = { ok: 0, fail: 1, error: 2 } as const;
 const USAGE = `usage: probegate plugin <command> [options]
 
 commands:
-  new NAME [--dir DIR]          scaffold a new AssemblyScript check plugin (default dir ./plugins)
+  new NAME [--dir DIR]          create a standalone plugin project in DIR/NAME (default DIR: .)
   test PLUGIN.wasm [options]    run a plugin once against saved source outputs
   inspect PLUGIN.wasm [--json]  show manifest, imports, exports, and whether the gateway accepts it
 
@@ -29,8 +29,14 @@ Run "probegate plugin <command> --help" for a command's options.
 const HELP: Record<string, string> = {
   new: `usage: probegate plugin new NAME [--dir DIR]
 
-Creates an AssemblyScript plugin project named NAME under DIR (default ./plugins).
-NAME: lowercase letters, digits and dashes.
+Creates a standalone AssemblyScript plugin project in DIR/NAME (default DIR: the
+current directory): package.json (AssemblyScript pinned, the plugin SDK packed by
+this installation in vendor/), asconfig.json, assembly/index.ts, fixtures/ with a
+passing and a failing case, and a README. Then, in DIR/NAME:
+
+  npm install && npm run build && npm test
+
+NAME: lowercase letters, digits and inner dashes (it names the check and the .wasm).
 `,
   test: `usage: probegate plugin test PLUGIN.wasm [options]
        probegate plugin test PLUGIN.wasm --fixtures PATH... [--sources FILE] [--timeout DURATION]
@@ -132,8 +138,10 @@ async function cmdNew(args: string[], io: PluginCommandIo): Promise<number> {
   const name = onePositional(positionals, "plugin NAME");
   const { scaffoldPlugin } = await import("./plugin-new.js");
   try {
-    const files = await scaffoldPlugin(name, { dir: resolve(io.cwd, values.dir ?? "plugins") });
+    const dir = resolve(io.cwd, values.dir ?? ".");
+    const files = await scaffoldPlugin(name, { dir });
     for (const f of files) io.stdout.write(`created ${f}\n`);
+    io.stdout.write(`\nnext:\n  cd ${join(dir, name)}\n  npm install && npm run build && npm test\n`);
     return EXIT.ok;
   } catch (err) {
     io.stderr.write(`probegate plugin new: ${(err as Error).message}\n`);
