@@ -284,7 +284,7 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
     // Simulated even outside the declared modes: an author may want to see what it would say.
     const r = await put.run({ mode: manifest.modes.includes(mode) ? mode : manifest.modes[0]!, facts, sources: saved });
     if (!r.ok) throw new UsageError(r.problem);
-    for (const n of r.notes) io.stderr.write(`note: ${n.replace("no saved output for", "no --source given for")}\n`);
+    for (const n of r.notes) io.stderr.write(`note: ${n.replace(/^no saved output for (\S+);/, "no --source $1=FILE given;")}\n`);
     const o = r.outcome;
     const code = o.kind === "fault" ? EXIT.error : o.output.status === "fail" ? EXIT.fail : EXIT.ok;
     if (values.json) {

@@ -51,7 +51,8 @@ const caseSchema = z.strictObject({
   name: z.string().min(1).optional(),
   mode: z.enum(["node", "controller"]).optional(),
   facts: factMap.optional(),
-  sources: z.record(z.string(), z.union([sourceSchema, z.null()])).optional(),
+  // `NAME:` with nothing under it is a source that printed nothing.
+  sources: z.record(z.string(), z.preprocess((v) => v ?? {}, sourceSchema)).optional(),
   expect: z.strictObject({
     status: z.enum(["pass", "warn", "fail"]),
     reason: z.string().min(1).optional(),
@@ -88,7 +89,7 @@ export async function parseFixture(text: string, file: string): Promise<FixtureC
   for (const [name, s] of Object.entries(c.sources ?? {})) {
     const at = lineOfKey(doc, lc, ["sources"], name);
     sourceLines.set(name, at);
-    const spec = s ?? {};
+    const spec = s;
     const saved: SavedOutput = {
       stdout: spec.stdoutFile !== undefined ? await readSide(file, at, dir, spec.stdoutFile, "stdoutFile") : (spec.stdout ?? ""),
     };
