@@ -32,7 +32,7 @@ export interface Expectation {
 
 export class FixtureError extends Error {}
 
-const scalar = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+const scalar = z.union([z.string(), z.number(), z.boolean()], { error: "must be a string (quote values holding commas in a {…} map)" }).transform(String);
 const factMap = z.record(z.string(), scalar);
 
 const sourceSchema = z

@@ -49,7 +49,10 @@ function table(rows: Row[]): string {
 
 export async function runFixtureFiles(put: PluginUnderTest, files: readonly string[], cwd: string, out: Writer): Promise<FixtureSummary> {
   const sum: FixtureSummary = { passed: 0, failed: 0, errors: 0 };
-  const shown = (f: string) => relative(cwd, f) || f;
+  const shown = (f: string) => {
+    const r = relative(cwd, f);
+    return r && !r.startsWith("..") ? r : f;
+  };
   for (const file of files) {
     let c: FixtureCase;
     try {
