@@ -16,6 +16,8 @@
 
 export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";
 
+import { wasm } from "./wasm-api.js";
+
 const SECTION = { type: 1, import: 2, function: 3, global: 6, export: 7, code: 10 } as const;
 /** The order non-custom sections must appear in (the tag section, 13, sits before globals). */
 const SECTION_ORDER = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
@@ -203,7 +205,7 @@ export function hookMemoryGrow(input: Uint8Array): GrowHookResult {
   // Only a valid module is rewritten: an invalid one that names the function or
   // global about to be appended must not become valid by it (the compiler then
   // refuses it with its own message).
-  if (!WebAssembly.validate(input)) return { bytes: input, hooked: false };
+  if (!wasm.validate(input)) return { bytes: input, hooked: false };
   try {
     return rewrite(input);
   } catch (e) {
