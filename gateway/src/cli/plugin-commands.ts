@@ -281,8 +281,8 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
     if (!manifest.modes.includes(mode)) {
       io.stderr.write(`note: ${manifest.name} declares modes ${manifest.modes.join(",")}; the gateway would not run it in --mode ${mode}\n`);
     }
-    // Simulated even outside the declared modes: an author may want to see what it would say.
-    const r = await put.run({ mode: manifest.modes.includes(mode) ? mode : manifest.modes[0]!, facts, sources: saved });
+    // Run even outside the declared modes: an author may want to see what it would say.
+    const r = await put.run({ mode, facts, sources: saved }, { anyMode: true });
     if (!r.ok) throw new UsageError(r.problem);
     for (const n of r.notes) io.stderr.write(`note: ${n.replace(/^no saved output for (\S+);/, "no --source $1=FILE given;")}\n`);
     const o = r.outcome;
