@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
 import { FAULT_KINDS } from "../engine/sources/replay.js";
 import { parseDuration } from "../engine/sources/units.js";
+import type { CaseSpec } from "../plugin-test/plugin-under-test.js";
 import { inspectPlugin, type InspectResult } from "../runtime/inspect.js";
 import { DEFAULTS } from "../runtime/types.js";
 
@@ -171,8 +172,10 @@ async function catalogWith(sourcesFile: string | undefined, io: PluginCommandIo)
   }
 }
 
-async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, {
+type TestFlags = ReturnType<typeof parseTestFlags>["values"];
+
+function parseTestFlags(args: string[]) {
+  return parse(args, {
     fixtures: { type: "string", multiple: true },
     source: { type: "string", multiple: true },
     "source-exit": { type: "string", multiple: true },
@@ -184,6 +187,10 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
     timeout: { type: "string" },
     json: { type: "boolean" },
   });
+}
+
+async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
+  const { values, positionals } = parseTestFlags(args);
   if (values.help) {
     io.stdout.write(HELP.test!);
     return EXIT.ok;
@@ -198,40 +205,53 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   }
   const mode = values.mode ?? "node";
   if (mode !== "node" && mode !== "controller") throw new UsageError(`--mode must be node or controller, got ${JSON.stringify(mode)}`);
-
   const catalog = await catalogWith(values.sources, io);
-  const { PluginUnderTest } = await import("../plugin-test/plugin-under-test.js");
-  if (fixtures.length > 0) {
-    const { collectFixtureFiles, FixtureError } = await import("../plugin-test/fixture-file.js");
-    let files: string[];
-    try {
-      files = await collectFixtureFiles(fixtures, io.cwd);
-    } catch (err) {
-      if (err instanceof FixtureError) throw new UsageError(`--fixtures ${err.message}`);
-      throw err;
-    }
-    const bytes = await readPluginFile(file, io);
-    if (!bytes) return EXIT.error;
-    const loaded = await PluginUnderTest.load(bytes, file, catalog, timeoutMs);
-    if (!loaded.plugin) {
-      io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${loaded.refusal?.reason}: ${loaded.refusal?.message}\n`);
-      return EXIT.error;
-    }
-    try {
-      const { runFixtureFiles } = await import("../plugin-test/fixture-run.js");
-      const m = loaded.plugin.manifest;
-      io.stdout.write(`${m.name} ${m.version}: ${files.length} case${files.length === 1 ? "" : "s"}\n`);
-      const sum = await runFixtureFiles(loaded.plugin, files, io.cwd, io.stdout);
-      return sum.errors > 0 ? EXIT.error : sum.failed > 0 ? EXIT.fail : EXIT.ok;
-    } finally {
-      await loaded.plugin.close();
-    }
-  }
+  if (fixtures.length > 0) return testFixtures(file, fixtures, catalog, timeoutMs, io);
+  const saved = await savedFromFlags(values, catalog, io);
+  if (!saved) return EXIT.error;
+  const facts = Object.fromEntries(keyValues(values.fact, "--fact"));
+  return testOnce(file, { mode, facts, sources: saved }, values.json === true, catalog, timeoutMs, io);
+}
 
-  const known = new Set(catalog.names());
+/** The plugin as the gateway would load it, or null (refusal reported). */
+async function loadForTest(file: string, catalog: SourceCatalog, timeoutMs: number | undefined, io: PluginCommandIo) {
+  const bytes = await readPluginFile(file, io);
+  if (!bytes) return null;
+  const { PluginUnderTest } = await import("../plugin-test/plugin-under-test.js");
+  const loaded = await PluginUnderTest.load(bytes, file, catalog, timeoutMs);
+  if (!loaded.plugin) {
+    io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${loaded.refusal?.reason}: ${loaded.refusal?.message}\n`);
+  }
+  return loaded.plugin;
+}
+
+async function testFixtures(file: string, paths: string[], catalog: SourceCatalog, timeoutMs: number | undefined, io: PluginCommandIo): Promise<number> {
+  const { collectFixtureFiles, FixtureError } = await import("../plugin-test/fixture-file.js");
+  let files: string[];
+  try {
+    files = await collectFixtureFiles(paths, io.cwd);
+  } catch (err) {
+    if (err instanceof FixtureError) throw new UsageError(`--fixtures ${err.message}`);
+    throw err;
+  }
+  const put = await loadForTest(file, catalog, timeoutMs, io);
+  if (!put) return EXIT.error;
+  try {
+    const { runFixtureFiles } = await import("../plugin-test/fixture-run.js");
+    const m = put.manifest;
+    io.stdout.write(`${m.name} ${m.version}: ${files.length} case${files.length === 1 ? "" : "s"}\n`);
+    const sum = await runFixtureFiles(put, files, io.cwd, io.stdout);
+    return sum.errors > 0 ? EXIT.error : sum.failed > 0 ? EXIT.fail : EXIT.ok;
+  } finally {
+    await put.close();
+  }
+}
+
+/** --source, --source-stderr, --source-exit and --source-fault as saved outputs; null when a file cannot be read (reported). */
+async function savedFromFlags(values: TestFlags, catalog: SourceCatalog, io: PluginCommandIo): Promise<Map<string, SavedOutput> | null> {
   const saved = new Map<string, SavedOutput>();
   const entry = (name: string, flag: string): SavedOutput => {
-    if (!known.has(name)) throw new UsageError(`unknown source ${name} in ${flag} (known: ${[...known].join(", ")})`);
+    if (!catalog.has(name)) throw new UsageError(`unknown source ${name} in ${flag} (known: ${catalog.names().join(", ")})`);
     let e = saved.get(name);
     if (!e) saved.set(name, (e = { stdout: "" }));
     return e;
@@ -247,13 +267,13 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   for (const [name, path] of keyValues(values.source, "--source")) {
     const e = entry(name, "--source");
     const text = await readArg("--source", name, path);
-    if (text === null) return EXIT.error;
+    if (text === null) return null;
     e.stdout = text;
   }
   for (const [name, path] of keyValues(values["source-stderr"], "--source-stderr")) {
     const e = entry(name, "--source-stderr");
     const text = await readArg("--source-stderr", name, path);
-    if (text === null) return EXIT.error;
+    if (text === null) return null;
     e.stderr = text;
   }
   for (const [name, code] of keyValues(values["source-exit"], "--source-exit")) {
@@ -263,31 +283,29 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   }
   for (const [name, kind] of keyValues(values["source-fault"], "--source-fault")) {
     const e = entry(name, "--source-fault");
-    if (!(FAULT_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--source-fault ${name} expects one of ${FAULT_KINDS.join(", ")}, got ${JSON.stringify(kind)}`);
+    if (!(FAULT_KINDS as readonly string[]).includes(kind)) {
+      throw new UsageError(`--source-fault ${name} expects one of ${FAULT_KINDS.join(", ")}, got ${JSON.stringify(kind)}`);
+    }
     e.fault = kind as SavedOutput["fault"];
   }
-  const facts = Object.fromEntries(keyValues(values.fact, "--fact"));
+  return saved;
+}
 
-  const bytes = await readPluginFile(file, io);
-  if (!bytes) return EXIT.error;
-  const loaded = await PluginUnderTest.load(bytes, file, catalog, timeoutMs);
-  if (!loaded.plugin) {
-    io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${loaded.refusal?.reason}: ${loaded.refusal?.message}\n`);
-    return EXIT.error;
-  }
-  const put = loaded.plugin;
+async function testOnce(file: string, c: CaseSpec, json: boolean, catalog: SourceCatalog, timeoutMs: number | undefined, io: PluginCommandIo): Promise<number> {
+  const put = await loadForTest(file, catalog, timeoutMs, io);
+  if (!put) return EXIT.error;
   try {
     const manifest = put.manifest;
-    if (!manifest.modes.includes(mode)) {
-      io.stderr.write(`note: ${manifest.name} declares modes ${manifest.modes.join(",")}; the gateway would not run it in --mode ${mode}\n`);
+    if (!manifest.modes.includes(c.mode)) {
+      io.stderr.write(`note: ${manifest.name} declares modes ${manifest.modes.join(",")}; the gateway would not run it in --mode ${c.mode}\n`);
     }
     // Run even outside the declared modes: an author may want to see what it would say.
-    const r = await put.run({ mode, facts, sources: saved }, { anyMode: true });
+    const r = await put.run(c, { anyMode: true });
     if (!r.ok) throw new UsageError(r.problem);
     for (const n of r.notes) io.stderr.write(`note: ${n.replace(/^no saved output for (\S+);/, "no --source $1=FILE given;")}\n`);
     const o = r.outcome;
     const code = o.kind === "fault" ? EXIT.error : o.output.status === "fail" ? EXIT.fail : EXIT.ok;
-    if (values.json) {
+    if (json) {
       io.stdout.write(`${JSON.stringify({ plugin: { ...manifest, sha256: put.sha256, file }, input: JSON.parse(r.input), outcome: o, traces: r.traces }, null, 2)}\n`);
       return code;
     }
