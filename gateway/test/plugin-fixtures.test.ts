@@ -114,6 +114,13 @@ describe("fixture files", () => {
     expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 0 failed, 8 errors");
   });
 
+  it("refuses a case in a mode the plugin does not declare (the gateway would never run it)", async () => {
+    const d = fixtures({ "ctl.yaml": niDown.replace("name: one NI down", "name: on a controller\nmode: controller") });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain("lnet-nets declares modes node; the gateway never runs it in mode controller");
+  });
+
   it("exits 2 for a plugin the gateway would refuse, and for --fixtures mixed with per-run flags", async () => {
     writeFileSync(join(dir.path, "junk.wasm"), "not wasm");
     const d = fixtures({ "ni-down.yaml": niDown });
