@@ -14,9 +14,9 @@
 // a module using an encoding this decoder does not know (GC types,
 // try_table, …) is left as it is, and its traps stay plain PluginTrap.
 
-export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";
-
 import { wasm } from "./wasm-api.js";
+
+export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";
 
 const SECTION = { type: 1, import: 2, function: 3, global: 6, export: 7, code: 10 } as const;
 /** The order non-custom sections must appear in (the tag section, 13, sits before globals). */
