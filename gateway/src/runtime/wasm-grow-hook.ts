@@ -15,6 +15,8 @@
 // try_table, …) is left as it is, and its traps stay plain PluginTrap.
 import { wasm } from "./wasm-api.js";
 
+import { wasm } from "./wasm-api.js";
+
 export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";
 
 const SECTION = { type: 1, import: 2, function: 3, global: 6, export: 7, code: 10 } as const;
