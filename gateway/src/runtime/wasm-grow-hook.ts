@@ -13,7 +13,6 @@
 // Instructions are decoded only far enough to find instruction boundaries;
 // a module using an encoding this decoder does not know (GC types,
 // try_table, …) is left as it is, and its traps stay plain PluginTrap.
-import { wasm } from "./wasm-api.js";
 
 import { wasm } from "./wasm-api.js";
 
