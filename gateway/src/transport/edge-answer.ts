@@ -1,5 +1,5 @@
 import type http from "node:http";
-import type http2 from "node:http2";
+import http2 from "node:http2";
 
 /** An answer the edge gives by itself, in whichever protocol the client speaks. */
 export interface EdgeStatus {
@@ -76,12 +76,17 @@ function render(
   return { status: s.http, headers: { "content-type": "text/plain; charset=utf-8" }, body: s.message + "\n", trailersOnly: false };
 }
 
-/** Answers a raw HTTP/2 stream and ends it; the request body is not read. */
+/**
+ * Answers a raw HTTP/2 stream and ends it; the request body is not read. A
+ * request still open is then reset with NO_ERROR (RFC 9113 §8.1): a refused
+ * stream the client never half-closes would otherwise stay open, uncounted.
+ */
 export function answerStream(stream: http2.ServerHttp2Stream, contentType: string | string[] | undefined, s: EdgeStatus): void {
   if (stream.destroyed || stream.headersSent) return;
   const r = render(contentType, s);
   stream.respond({ ":status": r.status, ...r.headers }, { endStream: r.body === undefined });
   if (r.body !== undefined) stream.end(r.body);
+  if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
 }
 
 /** Answers an HTTP/1.1 (or HTTP/2 compat) request and asks the client to close when told to. */
