@@ -83,7 +83,7 @@ function call(
   path: string,
   body: Buffer | undefined,
   extra: http2.OutgoingHttpHeaders = {},
-): Promise<CallResult> & { stream: http2.ClientHttp2Stream } {
+): Promise<CallResult> & { stream: http2.ClientHttp2Stream; result: CallResult } {
   const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...extra });
   const out: CallResult = { data: Buffer.alloc(0) };
   const p = new Promise<CallResult>((resolve) => {
@@ -104,7 +104,7 @@ function call(
     });
   });
   if (body !== undefined) stream.end(body);
-  return Object.assign(p, { stream });
+  return Object.assign(p, { stream, result: out });
 }
 
 function connect(target: string): http2.ClientHttp2Session {
@@ -201,7 +201,7 @@ describe("edge limits under attack (image heap caps)", () => {
     await new Promise((r) => s.once("remoteSettings", r));
     expect(s.remoteSettings.maxConcurrentStreams).toBe(50);
     const calls = Array.from({ length: 40 }, () => call(s, WATCH, frame(checkRequest(""))));
-    await until("Watch answers", () => calls.filter((c) => c.stream.headersSent).length === 40, 10_000);
+    await until("Watch answers", () => calls.filter((c) => c.result.status !== undefined).length === 40, 10_000);
     // 20 Watches stay open; the other 20 are refused at once.
     const refused = await Promise.all(calls.slice(20).map((c) => c));
     const codes = refused.map((r) => r.grpcStatus);
@@ -209,6 +209,32 @@ describe("edge limits under attack (image heap caps)", () => {
     expect(await metric(g, "watches")).toBeGreaterThanOrEqual(20);
     await probeAnswers(g);
     s.destroy();
+    await healthy(g, baseline);
+  });
+
+  it("survives the issue's floods at the default caps: 1,000 Watches on one connection, 4 × 250 half-open calls", async () => {
+    const g = await start(["--request-timeout=3s", "--idle-timeout=3s"]);
+    const baseline = fds(g);
+    const w = connect(g.http);
+    const watches = Array.from({ length: 1000 }, () => call(w, WATCH, frame(checkRequest(""))));
+    // Every Watch is answered: 64 stream (the default cap), the rest are refused with a status or REFUSED_STREAM.
+    const answered = (c: (typeof watches)[number]) => c.result.data.length > 0 || c.result.grpcStatus !== undefined || c.stream.closed;
+    await until("every Watch answered", () => watches.every(answered), 30_000);
+    const statuses = new Map<string, number>();
+    for (const c of watches) {
+      const k = c.result.data.length > 0 ? "streaming" : String(c.result.grpcStatus ?? `rst ${c.stream.rstCode}`);
+      statuses.set(k, (statuses.get(k) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(statuses)).toMatchObject({ streaming: 64 });
+    const sessions = Array.from({ length: 4 }, () => connect(g.socket));
+    const halfOpen = sessions.flatMap((s) => Array.from({ length: 250 }, () => call(s, INFO, undefined)));
+    await probeAnswers(g);
+    const done = await Promise.all(halfOpen);
+    for (const r of done) expect(["4", "8", undefined]).toContain(r.grpcStatus);
+    expect(done.filter((r) => r.grpcStatus === "4").length).toBeGreaterThan(0);
+    for (const s of sessions) s.destroy();
+    w.destroy();
+    await Promise.all(watches);
     await healthy(g, baseline);
   });
 
