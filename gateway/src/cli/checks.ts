@@ -64,6 +64,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       sysfs: host.sysfs,
       sourcesFile: cfg.sourcesFile,
       commandPrefix: cfg.commandPrefix,
+      execInProcess: cfg.execInProcess,
       env: host.env,
       logger,
       metrics,
@@ -81,6 +82,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     pluginTimeoutMs: cfg.pluginTimeoutMs,
     pluginMemoryMiB: cfg.pluginMemoryMiB,
     quarantineAfter: cfg.quarantineAfter,
+    requiredChecks: cfg.requireChecks,
     logger,
     metrics,
   });
@@ -92,6 +94,8 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     describe: {
       pluginsDir,
       demo: host.demo ?? "off",
+      ...(cfg.execInProcess ? { execInProcess: cfg.execInProcess } : {}),
+      ...(cfg.requireChecks.length ? { requireChecks: cfg.requireChecks } : {}),
       procfs: host.procfs,
       sysfs: host.sysfs,
       checkIntervalMs: cfg.checkIntervalMs,

@@ -6,6 +6,7 @@ import { access } from "node:fs/promises";
 import { join } from "node:path";
 import { readCapped } from "./read-file.js";
 import { runCommand, type CommandResult, type Outcome } from "./run-command.js";
+import type { ProcessNamespace } from "./process-namespace.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
 
 /** What running a source produced: a command's result shape, shared by file sources. */
@@ -30,6 +31,8 @@ export interface RunContext {
   env: NodeJS.ProcessEnv;
   /** e.g. nsenter into the host namespaces; prepended to every command. */
   commandPrefix: readonly string[];
+  /** --exec-in-process: a prefix found anew for each run (the target process may have restarted). */
+  namespace?: Pick<ProcessNamespace, "prefix" | "describe">;
 }
 
 export interface FactParam {
@@ -63,7 +66,7 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
     ttlMs: spec.ttlMs,
     timeoutMs: spec.timeoutMs,
     params,
-    argv: [...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
+    argv: [...(ctx.namespace?.describe() ?? []), ...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
     prepare(facts) {
       const argv: string[] = [...ctx.commandPrefix];
       for (const a of spec.argv) {
@@ -78,14 +81,21 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
       }
       return {
         key: argv.join("\0"),
-        run: () =>
-          runCommand({
-            argv,
+        run: async () => {
+          let full = argv;
+          if (ctx.namespace) {
+            const ns = await ctx.namespace.prefix();
+            if (!ns.ok) return { ok: false, exitCode: null, stdout: "", stderr: "", error: ns.error, truncated: false, outcome: "error" };
+            full = [...ns.argv, ...argv];
+          }
+          return runCommand({
+            argv: full,
             label: spec.label,
             timeoutMs: spec.timeoutMs,
             maxOutputBytes: spec.maxOutputBytes,
             env: ctx.env,
-          }),
+          });
+        },
       };
     },
   };

@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
+import { ProcessNamespace } from "./process-namespace.js";
 import type { CommandResult } from "./run-command.js";
 import {
   commandSource,
@@ -65,6 +66,8 @@ export interface SourceCatalogOptions {
   sysfs: string;
   sourcesFile?: string;
   commandPrefix?: string[];
+  /** Run commands in the mount namespace of the newest process with this executable name (under procfs). */
+  execInProcess?: string;
   logger: Logger;
   metrics?: Metrics;
   /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
@@ -133,7 +136,11 @@ export class SourceCatalog {
   /** Loads and validates the --sources file; throws SourcesFileError naming file, line and field. */
   static async create(opts: SourceCatalogOptions): Promise<SourceCatalog> {
     const d: SourceDefaults = { ...SOURCE_DEFAULTS, ...stripUndefined(opts.defaults ?? {}) };
-    const ctx: RunContext = { env: opts.env ?? process.env, commandPrefix: [...(opts.commandPrefix ?? [])] };
+    const ctx: RunContext = {
+      env: opts.env ?? process.env,
+      commandPrefix: [...(opts.commandPrefix ?? [])],
+      ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
+    };
     const defs = builtinSources(opts, d, ctx);
     if (opts.sourcesFile !== undefined) {
       // Loaded on demand: most gateways have no --sources file and need no YAML parser.
