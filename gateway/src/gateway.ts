@@ -22,6 +22,8 @@ export interface GatewayConfig {
   readiness: ReadinessProvider;
   /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
   probe?: ProbeSource;
+  /** Extra lines /readyz?verbose and /livez?verbose show (gateway mode: the upstream's identity). */
+  healthNotes?: () => string[];
   /** Raw stream routes tried before Connect (fast path, upstream proxy). */
   routes?: readonly StreamRoute[];
   logger: Logger;
@@ -61,7 +63,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     extraServices: cfg.extraServices,
     extraFiles: cfg.extraFiles,
   });
-  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics }).fetch);
+  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics, notes: cfg.healthNotes }).fetch);
   const handler = (req: AnyRequest, res: AnyResponse) => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
