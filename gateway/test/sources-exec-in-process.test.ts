@@ -128,6 +128,23 @@ process.exit(r.status ?? 1);
     expect(calls()).toHaveLength(2); // nothing was run
   });
 
+  it("proc.mounts is the target process's mount table (where the driver mounts volumes), not PID 1's", async () => {
+    const procfs = join(dir, "proc");
+    fakeProcess(procfs, 1, "/pause", 1);
+    writeFileSync(join(procfs, "1", "mounts"), "overlay / overlay rw 0 0\n");
+    fakeProcess(procfs, 42, "/app/azurelustreplugin", 100);
+    writeFileSync(join(procfs, "42", "mounts"), "10.0.0.5@tcp:/lustrefs /var/lib/kubelet/pods/p/volumes/v lustre rw 0 0\n");
+    const catalog = await SourceCatalog.create({ procfs, sysfs: dir, execInProcess: "azurelustreplugin", logger: silent });
+    expect(catalog.describe().find((d) => d.name === "proc.mounts")?.path).toBe(`${procfs}/{pid of azurelustreplugin}/mounts`);
+    const r = await catalog.read("proc.mounts", {});
+    expect(r.ok).toBe(true);
+    expect(r.stdout).toContain(" lustre ");
+    rmSync(join(procfs, "42"), { recursive: true });
+    await sleep(1100); // past the 1 s file TTL
+    const gone = await catalog.read("proc.mounts", {});
+    expect(gone.error).toMatch(/^ESRCH: no process named azurelustreplugin/);
+  });
+
   it("re-checks the process it found last instead of scanning procfs each time", async () => {
     const procfs = join(dir, "proc");
     fakeProcess(procfs, 7, "/app/drv", 10);

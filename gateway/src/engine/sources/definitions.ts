@@ -32,7 +32,7 @@ export interface RunContext {
   /** e.g. nsenter into the host namespaces; prepended to every command. */
   commandPrefix: readonly string[];
   /** --exec-in-process: a prefix found anew for each run (the target process may have restarted). */
-  namespace?: Pick<ProcessNamespace, "prefix" | "describe">;
+  namespace?: Pick<ProcessNamespace, "prefix" | "describe" | "procfs" | "name">;
 }
 
 export interface FactParam {
@@ -108,15 +108,43 @@ export function fileSource(name: string, path: string, ttlMs: number, maxOutputB
     ttlMs,
     params: [],
     path,
+    prepare: () => ({ key: "", run: () => readFileSource(path, maxOutputBytes) }),
+  };
+}
+
+/**
+ * A per-process procfs file of the --exec-in-process target, e.g. its
+ * `mounts`: the mount table of the namespace the commands run in, which is
+ * where a driver that mounts volumes itself keeps them.
+ */
+export function processFileSource(
+  name: string,
+  ns: Pick<ProcessNamespace, "prefix" | "procfs" | "name">,
+  file: string,
+  ttlMs: number,
+  maxOutputBytes: number,
+): SourceDef {
+  return {
+    name,
+    kind: "file",
+    ttlMs,
+    params: [],
+    path: join(ns.procfs, `{pid of ${ns.name}}`, file),
     prepare: () => ({
       key: "",
       run: async () => {
-        const r = await readCapped(path, maxOutputBytes);
-        if (!r.ok) return fileFailure(r.error, "");
-        return fileOutput(r.text, r.truncated, maxOutputBytes, path);
+        const found = await ns.prefix();
+        if (!found.ok) return fileFailure(found.error, "");
+        return readFileSource(join(ns.procfs, String(found.pid), file), maxOutputBytes);
       },
     }),
   };
+}
+
+async function readFileSource(path: string, maxOutputBytes: number): Promise<Produced> {
+  const r = await readCapped(path, maxOutputBytes);
+  if (!r.ok) return fileFailure(r.error, "");
+  return fileOutput(r.text, r.truncated, maxOutputBytes, path);
 }
 
 function fileFailure(error: string, stdout: string): Produced {

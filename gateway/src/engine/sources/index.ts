@@ -14,6 +14,7 @@ import {
   fileSource,
   NID_PARAM,
   operstateSource,
+  processFileSource,
   type Produced,
   type RunContext,
   type SourceDef,
@@ -113,7 +114,12 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
     fileSource("proc.modules", join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
     // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
     // host's procfs this is the host's mount table, whose paths kubelet passes us.
-    fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
+    // With --exec-in-process it is the target's table instead: the driver mounts
+    // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
+    // in a pod with shareProcessNamespace PID 1 is only the pause container.
+    ctx.namespace
+      ? processFileSource("proc.mounts", ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
+      : fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
     operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
   ];
 }
