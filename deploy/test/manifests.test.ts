@@ -224,6 +224,8 @@ for (const target of ["base", "overlays/example"]) {
         expect(m.readOnly).toBe(true);
         return spec.volumes.find((v: any) => v.name === m.name).hostPath?.path;
       };
+      // Fail closed on the shipped set: --require-checks names exactly the plugins the ConfigMap carries.
+      expect(flags.get("require-checks")!.split(",").sort()).toEqual(listedPlugins().map((f) => f.replace(/\.wasm$/, "")).sort());
       expect(hostPathAt(flags.get("path.procfs")!)).toBe("/proc");
       expect(hostPathAt(flags.get("path.sysfs")!)).toBe("/sys");
       const prefix = flags.get("command-prefix")!.split(/\s+/);
