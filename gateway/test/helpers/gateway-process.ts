@@ -54,7 +54,7 @@ export async function startGatewayProcess(
   // A node with no readiness check is never ready (NoChecks), so these run in
   // controller mode unless the test chose a mode.
   const noChecks = !args.some((a) => a.startsWith("--plugins-dir") || a.startsWith("--demo"));
-  const modeChosen = args.some((a) => a.startsWith("--mode") || a.startsWith("--upstream"));
+  const modeChosen = args.some((a) => a.startsWith("--mode"));
   const fullArgs = [
     BIN,
     `--csi-endpoint=unix://${socket}`,
