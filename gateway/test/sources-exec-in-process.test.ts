@@ -50,6 +50,9 @@ describe("process lookup in a fake procfs", () => {
     fakeProcess(procfs, 12, "/app/azurelustreplugin", 1000, "Z"); // newer, but a zombie
     fakeProcess(procfs, 13, "/usr/bin/azurelustreplugX", 2000); // same 15-char comm, another program
     fakeProcess(procfs, 14, "/usr/sbin/lnetd", 3000);
+    // A process that renamed itself (comm) to look like lnetd, but runs another program.
+    fakeProcess(procfs, 15, "/usr/bin/python3", 4000);
+    writeFileSync(join(procfs, "15", "comm"), "lnetd\n");
     mkdirSync(join(procfs, "self")); // non-numeric entries are ignored
     writeFileSync(join(procfs, "modules"), "lnet 1 0 - Live 0x0\n");
     expect(await findNewestProcess(procfs, "azurelustreplugin")).toEqual({ pid: 11, startTime: 900n });

@@ -49,7 +49,7 @@ async function readText(path: string): Promise<string | undefined> {
   }
 }
 
-/** The process's executable name, when comm alone cannot tell (names longer than comm holds). */
+/** The basename of the process's executable (argv[0] when /proc/PID/exe cannot be read). */
 async function fullName(procfs: string, pid: string): Promise<string | undefined> {
   try {
     return basename(await readlink(join(procfs, pid, "exe")));
@@ -68,11 +68,10 @@ async function matches(procfs: string, pid: string, name: string): Promise<Found
   // A zombie has no namespaces left to enter; a restarted driver's old process may linger as one.
   if (stat.state === "Z" || stat.state === "X") return undefined;
   const comm = ((await readText(join(procfs, pid, "comm"))) ?? stat.comm).replace(/\n$/, "");
-  if (name.length <= COMM_LEN) {
-    if (comm !== name) return undefined;
-  } else if (comm !== name.slice(0, COMM_LEN) || (await fullName(procfs, pid)) !== name) {
-    return undefined;
-  }
+  // comm is a cheap first filter, but it holds only 15 bytes and a process can
+  // rename itself (prctl PR_SET_NAME); the executable's own name decides.
+  if (comm !== name.slice(0, COMM_LEN)) return undefined;
+  if ((await fullName(procfs, pid)) !== name) return undefined;
   return { pid: Number(pid), startTime: stat.startTime };
 }
 
