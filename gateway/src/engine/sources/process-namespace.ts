@@ -52,7 +52,8 @@ async function readText(path: string): Promise<string | undefined> {
 /** The basename of the process's executable (argv[0] when /proc/PID/exe cannot be read). */
 async function fullName(procfs: string, pid: string): Promise<string | undefined> {
   try {
-    return basename(await readlink(join(procfs, pid, "exe")));
+    // A binary replaced on disk while running reads as "PATH (deleted)": still the same program.
+    return basename((await readlink(join(procfs, pid, "exe"))).replace(/ \(deleted\)$/, ""));
   } catch {
     // exe needs ptrace access; argv[0] is readable by anyone.
     const cmdline = await readText(join(procfs, pid, "cmdline"));
