@@ -4,7 +4,7 @@
 // lets a test create a mount namespace — a real nsenter into a real one.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, symlinkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -49,6 +49,7 @@ describe("process lookup in a fake procfs", () => {
     fakeProcess(procfs, 11, "/app/azurelustreplugin", 900); // newest live one
     fakeProcess(procfs, 12, "/app/azurelustreplugin", 1000, "Z"); // newer, but a zombie
     fakeProcess(procfs, 13, "/usr/bin/azurelustreplugX", 2000); // same 15-char comm, another program
+    fakeProcess(procfs, 16, "azurelustreplugin-sidecar", 950); // argv[0] lies; its exe link (below) does not
     fakeProcess(procfs, 14, "/usr/sbin/lnetd", 3000);
     // A process that renamed itself (comm) to look like lnetd, but runs another program.
     fakeProcess(procfs, 15, "/usr/bin/python3", 4000);
@@ -56,6 +57,11 @@ describe("process lookup in a fake procfs", () => {
     mkdirSync(join(procfs, "self")); // non-numeric entries are ignored
     writeFileSync(join(procfs, "modules"), "lnet 1 0 - Live 0x0\n");
     expect(await findNewestProcess(procfs, "azurelustreplugin")).toEqual({ pid: 11, startTime: 900n });
+    // /proc/PID/exe, when readable, is what names the program; a binary replaced on disk keeps its name.
+    symlinkSync("/app/azurelustreplugin (deleted)", join(procfs, "16", "exe"));
+    expect(await findNewestProcess(procfs, "azurelustreplugin")).toEqual({ pid: 16, startTime: 950n });
+    symlinkSync("/opt/other-program", join(procfs, "13", "exe"));
+    expect(await findNewestProcess(procfs, "azurelustreplugX")).toBeUndefined(); // its argv[0] says so, its exe does not
     expect(await findNewestProcess(procfs, "lnetd")).toEqual({ pid: 14, startTime: 3000n });
     expect(await findNewestProcess(procfs, "lnet")).toBeUndefined(); // whole names only
     expect(await findNewestProcess(join(dir, "missing"), "lnetd")).toBeUndefined();
