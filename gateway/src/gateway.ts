@@ -29,6 +29,8 @@ export interface GatewayConfig {
   readiness: ReadinessProvider;
   /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
   probe?: ProbeSource;
+  /** Extra lines /readyz?verbose and /livez?verbose show (gateway mode: the upstream's identity). */
+  healthNotes?: () => string[];
   /**
    * Raw stream routes served on the CSI endpoint only (gateway mode's upstream
    * proxy): the mount API never reaches the network port.
@@ -88,7 +90,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     csiOnlyServices: cfg.csiOnlyServices,
     extraFiles: cfg.extraFiles,
   });
-  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics }).fetch);
+  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics, notes: cfg.healthNotes }).fetch);
   const handler = (req: AnyRequest, res: AnyResponse) => {
     const path = requestPath(req.url);
     if (HTTP_PATHS.has(path)) void http(req as IncomingMessage, res as ServerResponse);
