@@ -7,12 +7,14 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
+import { ProcessNamespace } from "./process-namespace.js";
 import type { CommandResult } from "./run-command.js";
 import {
   commandSource,
   fileSource,
   NID_PARAM,
   operstateSource,
+  processFileSource,
   type Produced,
   type RunContext,
   type SourceDef,
@@ -20,6 +22,8 @@ import {
 
 export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
 export { SourcesFileError } from "./sources-file-error.js";
+export type { FaultKind, SavedOutput } from "./replay.js";
+import type { SavedOutput } from "./replay.js";
 
 /** What plugins see of a source: a command's result, stamped with when it was produced. */
 export interface SourceResult extends Omit<CommandResult, "outcome"> {
@@ -65,6 +69,8 @@ export interface SourceCatalogOptions {
   sysfs: string;
   sourcesFile?: string;
   commandPrefix?: string[];
+  /** Run commands in the mount namespace of the newest process with this executable name (under procfs). */
+  execInProcess?: string;
   logger: Logger;
   metrics?: Metrics;
   /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
@@ -110,7 +116,12 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
     fileSource("proc.modules", join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
     // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
     // host's procfs this is the host's mount table, whose paths kubelet passes us.
-    fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
+    // With --exec-in-process it is the target's table instead: the driver mounts
+    // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
+    // in a pod with shareProcessNamespace PID 1 is only the pause container.
+    ctx.namespace
+      ? processFileSource("proc.mounts", ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
+      : fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
     operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
   ];
 }
@@ -133,7 +144,11 @@ export class SourceCatalog {
   /** Loads and validates the --sources file; throws SourcesFileError naming file, line and field. */
   static async create(opts: SourceCatalogOptions): Promise<SourceCatalog> {
     const d: SourceDefaults = { ...SOURCE_DEFAULTS, ...stripUndefined(opts.defaults ?? {}) };
-    const ctx: RunContext = { env: opts.env ?? process.env, commandPrefix: [...(opts.commandPrefix ?? [])] };
+    const ctx: RunContext = {
+      env: opts.env ?? process.env,
+      commandPrefix: [...(opts.commandPrefix ?? [])],
+      ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
+    };
     const defs = builtinSources(opts, d, ctx);
     if (opts.sourcesFile !== undefined) {
       // Loaded on demand: most gateways have no --sources file and need no YAML parser.
@@ -182,6 +197,24 @@ export class SourceCatalog {
       ttlMs: s.ttlMs,
       params: [...s.params],
     }));
+  }
+
+  /**
+   * What read() would have returned had the source printed `saved` (for
+   * `plugin test` and fixture files): a missing or invalid fact fails exactly
+   * as it does on a node, before anything runs. Returns a problem text when
+   * the saved output is impossible for this source (e.g. a file with stderr).
+   */
+  async replay(name: string, saved: SavedOutput, facts: Readonly<Record<string, string>>): Promise<SourceResult | { problem: string }> {
+    const def = this.sources.get(name);
+    if (!def) return { problem: `unknown source ${name}` };
+    const { replayOutput, replayProblem } = await import("./replay.js");
+    const problem = replayProblem(def.replay, saved);
+    if (problem) return { problem: `${name}: ${problem}` };
+    const prepared = def.prepare(facts ?? {});
+    if ("error" in prepared) return immediateFailure(prepared.error);
+    const { outcome: _outcome, ...rest } = replayOutput(def.replay, saved);
+    return Object.freeze({ ...rest, fetchedAtMs: Date.now() });
   }
 
   /**
