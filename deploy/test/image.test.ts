@@ -34,12 +34,15 @@ describe("deploy/Dockerfile", () => {
     }
   });
 
-  it("ships what runs: package.json, bin/, dist/gateway, production node_modules, plugins in /etc/probegate/plugins", () => {
+  it("ships what runs: package.json, bin/, dist/gateway/{src,gen}, production node_modules, plugins in /etc/probegate/plugins", () => {
     const copies = runtime.body.filter((l) => l.startsWith("COPY"));
     expect(copies).toContain("COPY --from=deps /src/node_modules ./node_modules");
     expect(copies).toContain("COPY --from=build /src/package.json ./package.json"); // cli/package-info.ts reads it
     expect(copies).toContain("COPY --from=build /src/bin ./bin");
-    expect(copies).toContain("COPY --from=build /src/dist/gateway ./dist/gateway");
+    expect(copies).toContain("COPY --from=build /src/dist/gateway/src ./dist/gateway/src");
+    expect(copies).toContain("COPY --from=build /src/dist/gateway/gen ./dist/gateway/gen");
+    // Not dist/gateway/test: the soak compiles test helpers there.
+    expect(copies.some((l) => /dist\/gateway(\/test)?\s/.test(l))).toBe(false);
     expect(copies).toContain("COPY --from=build /src/dist/plugins/*.wasm /etc/probegate/plugins/");
     expect(stages.find((s) => s.name === "deps")!.body).toContain("RUN npm ci --omit=dev --ignore-scripts");
     // bin/probegate.js loads the compiled CLI from ../dist/gateway/src/cli/main.js.
