@@ -30,7 +30,7 @@ export const HARD_CAP_MS = 30_000;
 export interface Target {
   proc: GatewayProc;
   oracle: ReadinessOracle;
-  /** Causes in force for an observer ("probe-unix" sees the upstream too). */
+  /** Causes in force for what an observer ("probe-unix", "readyz", "health-tcp", "connect-json", "grpc-web") promises to reflect. */
   causes(observer: string): Cause[];
 }
 
