@@ -1,0 +1,78 @@
+// The soak's judges on their own: the readiness oracle, the deadline
+// classification and the slope, fed with hand-made histories.
+import { describe, expect, it } from "vitest";
+import { ReadinessOracle } from "../soak/oracle.js";
+import { Recorder } from "../soak/recorder.js";
+import { theilSen, windowMinima } from "../soak/stats.js";
+
+const bounds = { checkMs: 10_000, upstreamMs: 3_000, recoverMs: 20_000 };
+
+describe("readiness oracle", () => {
+  it("flags a ready answer only once a cause has outlived its bound", () => {
+    const o = new ReadinessOracle("t", bounds, 0);
+    const cause = { what: "lnet:broken", since: 1_000 };
+    o.note([cause], 1_000);
+    o.observe("probe", 5_000, true, [cause]); // within the bound: the gateway may not know yet
+    expect(o.violationCount).toBe(0);
+    o.observe("probe", 11_500, true, [cause]);
+    expect(o.violationCount).toBe(1);
+    expect(o.violations[0]).toMatchObject({ observer: "probe", cause: "lnet:broken", afterMs: 10_500 });
+    o.observe("probe", 12_000, false, [cause]);
+    expect(o.violationCount).toBe(1);
+  });
+
+  it("uses the upstream bound for the driver being down", () => {
+    const o = new ReadinessOracle("t", bounds, 0);
+    const cause = { what: "upstream:down", since: 0 };
+    o.observe("probe", 3_500, true, [cause]);
+    expect(o.violationCount).toBe(1);
+  });
+
+  it("measures detection from the cause to the first not-ready answer asked for after it", () => {
+    const o = new ReadinessOracle("t", bounds, 0);
+    const cause = { what: "plugin:trap", since: 2_000 };
+    o.observe("probe", 2_500, true, [cause]);
+    o.observe("probe", 2_900, false, [cause]);
+    o.observe("probe", 3_500, false, [cause]);
+    expect(o.detection.plugin).toEqual([900]);
+  });
+
+  it("counts a node still not ready long after every cause went away, once per all-clear", () => {
+    const o = new ReadinessOracle("t", bounds, 0);
+    o.note([{ what: "lnet:hanging", since: 0 }], 0);
+    o.note([], 5_000);
+    o.observe("probe", 10_000, false, []);
+    expect(o.stuck).toBe(0);
+    o.observe("probe", 26_000, false, []);
+    o.observe("probe", 27_000, false, []);
+    expect(o.stuck).toBe(1);
+    o.note([{ what: "lnet:garbage", since: 30_000 }], 30_000);
+    o.note([], 40_000);
+    o.observe("probe", 41_000, true, []);
+    expect(o.recovery).toEqual([1_000]);
+  });
+});
+
+describe("request recorder", () => {
+  it("tells answers in time, late answers, lost calls and failures during a restart apart", () => {
+    const r = new Recorder(0, 30_000, 1_000);
+    expect(r.record("k", { outcome: "ok", ms: 3_900, deadlineMs: 3_000 })).toBe("ok");
+    expect(r.record("k", { outcome: "clean-error", ms: 4_100, deadlineMs: 3_000 })).toBe("late");
+    expect(r.record("k", { outcome: "lost", ms: 30_000, deadlineMs: 3_000 })).toBe("lost");
+    r.record("k", { outcome: "broken", ms: 5, deadlineMs: 3_000, outage: true });
+    expect(r.kinds.k).toMatchObject({ sent: 4, ok: 1, late: 1, lost: 1, broken: 0, duringOutage: 1 });
+    expect(r.totals().violations).toBe(2);
+  });
+});
+
+describe("slope of window minima", () => {
+  const hour = 3_600_000;
+  it("reads a steady climb as its rate and a one-off spike as nothing", () => {
+    const climb = Array.from({ length: 600 }, (_, i) => ({ t: i * 1000, v: 100 + (i * 1000 * 12) / hour + (i % 7) }));
+    const w = windowMinima(climb, 30_000);
+    expect(theilSen(w.map((p) => p.t / hour), w.map((p) => p.v))).toBeCloseTo(12, 0);
+    const flat = Array.from({ length: 600 }, (_, i) => ({ t: i * 1000, v: i > 540 ? 140 : 100 + (i % 5) }));
+    const f = windowMinima(flat, 30_000);
+    expect(Math.abs(theilSen(f.map((p) => p.t / hour), f.map((p) => p.v)))).toBeLessThan(1);
+  });
+});
