@@ -45,8 +45,8 @@ describe("deploy/Dockerfile", () => {
     expect(copies).toContain("COPY --from=build /src/dist/gateway ./dist/gateway");
     expect(copies).toContain("COPY --from=build /src/dist/plugins/*.wasm /etc/probegate/plugins/");
     expect(stages.find((s) => s.name === "deps")!.body).toContain("RUN npm ci --omit=dev --ignore-scripts");
-    // bin/probegate.js loads the compiled CLI from ../dist/gateway/src/cli/main.js.
-    expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/src/cli/main.js");
+    // bin/probegate.js loads the bundled CLI from ../dist/gateway/bundle/main.js (gateway/bundle.mjs).
+    expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/bundle/main.js");
     expect(runtime.body).toContain("WORKDIR /opt/probegate");
     expect(runtime.body).toContain('ENTRYPOINT ["node", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
   });
