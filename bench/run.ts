@@ -412,7 +412,7 @@ async function main(): Promise<number> {
     }
   }
   if (o.sections.has("profile") && haveH2load) {
-    log("profile: naive connect-node under h2load with --cpu-prof");
+    log("profile: probegate under h2load with --cpu-prof");
     result.profile = await benchProfile(pl);
   }
   result.targets = o.sections.size >= ALL_SECTIONS.length ? evaluateTargets(result) : evaluateTargets(result).filter((x) => !x.measured.startsWith("n/a") && x.pass !== null);
