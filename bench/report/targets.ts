@@ -40,6 +40,13 @@ export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugi
   });
   // No regression against grpc-js (issue #5's targets).
   const cpuRatio = cpu1(pg) / cpu1(gj);
+  out.push({
+    id: "cpu-per-probe-vs-grpc-js",
+    what: "server CPU per Probe vs @grpc/grpc-js (1 connection, 1 stream; no regression)",
+    measured: `${f(cpuRatio)}× (${f(cpu1(pg), 1)} vs ${f(cpu1(gj), 1)} µs)`,
+    limit: "≤ 1.20×",
+    pass: pass(cpuRatio <= 1.2, cpuRatio),
+  });
   const nc1000 = pg?.newconn.find((x) => x.rate === 1000);
   const p99 = (nc1000?.result.latency.p99 ?? NaN) / 1000;
   const errs = nc1000?.result.errors ?? NaN;
