@@ -31,8 +31,8 @@ export const START_LIBRARIES = [
   "zod",
   "yaml",
   "@assemblyscript/loader",
-  "dist/gateway/src/gateway.js",
-  "dist/gateway/src/cli/main.js",
+  // The whole CLI as it runs (the bundle bin/probegate.js loads), without starting it.
+  "dist/gateway/bundle/main.js",
 ];
 
 export interface FootprintPoint {
