@@ -5,6 +5,7 @@ import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
 import { parseEndpoint, type Endpoint } from "../transport/endpoint.js";
 import { parseDuration } from "../engine/sources/units.js";
 import { parseArgsOptions } from "./flags.js";
+import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
 
 /** A bad command line: printed as one line, exit code 2. */
 export class UsageError extends Error {}
@@ -37,6 +38,8 @@ export interface Config {
   gate: Set<GateName>;
   upstreamTimeoutCapMs: number;
   logLevel: LevelWithSilent;
+  /** Kubernetes node reporting; undefined when off. */
+  kube?: KubeReportingSpec;
 }
 
 const GATES: readonly GateName[] = ["node-stage", "node-publish"];
@@ -139,7 +142,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const demo = str("demo") ?? "off";
   if (demo !== "off" && demo !== "auto" && !/^[a-z0-9-]+$/.test(demo)) throw new UsageError(`--demo: invalid scenario "${demo}"`);
 
+  const kube = kubeSpec(values, str, env, mode);
+
   return {
+    kube,
     help: values.help === true,
     version: values.version === true,
     mode,
@@ -164,5 +170,69 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     gate,
     upstreamTimeoutCapMs: duration("upstream-timeout-cap", str("upstream-timeout-cap") ?? "2m"),
     logLevel,
+  };
+}
+
+/**
+ * Node reporting is on only with a node name and something to report: a pod
+ * that merely has NODE_NAME in its environment changes nothing.
+ */
+function kubeSpec(
+  values: Record<string, string | boolean | undefined>,
+  str: (k: string) => string | undefined,
+  env: NodeJS.ProcessEnv,
+  mode: Mode,
+): KubeReportingSpec | undefined {
+  const condition = str("node-condition");
+  const taintRaw = str("node-taint");
+  const perCheck = values["node-condition-per-check"] === true;
+  const impersonate = values["impersonate-node"] === true;
+  if (condition !== undefined) {
+    const problem = qualifiedNameProblem(condition, true);
+    if (problem) throw new UsageError(`--node-condition: "${condition}" ${problem}`);
+  }
+  const taint = taintRaw === undefined ? undefined : (() => {
+    try {
+      return parseTaint(taintRaw);
+    } catch (err) {
+      throw new UsageError(`--node-taint: ${(err as Error).message}`);
+    }
+  })();
+  const modeRaw = str("node-taint-mode") ?? "bootstrap-only";
+  if (modeRaw !== "bootstrap-only" && modeRaw !== "continuous") {
+    throw new UsageError(`--node-taint-mode: expected bootstrap-only or continuous, got "${modeRaw}"`);
+  }
+  const waitRaw = str("node-taint-wait-csinode") ?? "true";
+  if (waitRaw !== "true" && waitRaw !== "false") throw new UsageError(`--node-taint-wait-csinode: expected true or false, got "${waitRaw}"`);
+  if (perCheck && condition === undefined) throw new UsageError("--node-condition-per-check: needs --node-condition");
+  const nodeName = str("node-name") ?? (env.NODE_NAME || undefined);
+  const timings = {
+    heartbeatMs: duration("node-heartbeat", str("node-heartbeat") ?? "5m"),
+    backoffCapMs: duration("node-backoff-cap", str("node-backoff-cap") ?? "30s"),
+    resyncMs: duration("node-resync", str("node-resync") ?? "5m"),
+    writeIntervalMs: duration("node-write-interval", str("node-write-interval") ?? "10s"),
+    requestTimeoutMs: 10_000,
+  };
+  if (timings.heartbeatMs < 1000) throw new UsageError("--node-heartbeat: must be at least 1s");
+  if (timings.resyncMs < 1000) throw new UsageError("--node-resync: must be at least 1s");
+  if (timings.backoffCapMs < 100) throw new UsageError("--node-backoff-cap: must be at least 100ms");
+  if (condition === undefined && taint === undefined) {
+    if (impersonate) throw new UsageError("--impersonate-node: needs --node-condition or --node-taint");
+    return undefined;
+  }
+  if (!nodeName) throw new UsageError(`--${condition !== undefined ? "node-condition" : "node-taint"}: needs --node-name (or NODE_NAME)`);
+  const validName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) && nodeName.length <= 253;
+  if (!validName) throw new UsageError(`--node-name: "${nodeName}" is not a valid node name (a lowercase DNS subdomain)`);
+  if (mode !== "node") throw new UsageError("--node-condition/--node-taint: only in --mode node (the controller runs on no particular node)");
+  return {
+    nodeName,
+    kubeconfig: str("kubeconfig") ?? (env.KUBECONFIG || undefined),
+    condition,
+    conditionPerCheck: perCheck,
+    taint,
+    taintMode: modeRaw as TaintMode,
+    waitForCSINode: waitRaw === "true",
+    impersonateNode: impersonate,
+    timings,
   };
 }

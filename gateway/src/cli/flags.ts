@@ -9,7 +9,7 @@ export interface FlagSpec {
   help: string;
   default?: string;
   env?: string;
-  group: "Serving" | "Checks" | "Gateway mode" | "Other";
+  group: "Serving" | "Checks" | "Gateway mode" | "Kubernetes node" | "Other";
 }
 
 export const FLAGS: readonly FlagSpec[] = [
@@ -55,6 +55,30 @@ export const FLAGS: readonly FlagSpec[] = [
     help: "Calls refused with UNAVAILABLE while the node is not ready; 'none' disables gating." },
   { group: "Gateway mode", name: "upstream-timeout-cap", type: "string", arg: "DURATION", default: "2m",
     help: "Longest deadline passed on to the upstream driver." },
+  { group: "Kubernetes node", name: "node-name", type: "string", arg: "NAME", env: "NODE_NAME",
+    help: "This node's name. With --node-condition and/or --node-taint, probegate reports its verdict on the Node object (off otherwise)." },
+  { group: "Kubernetes node", name: "kubeconfig", type: "string", arg: "FILE", default: "the pod's service account (in-cluster)", env: "KUBECONFIG",
+    help: "Kubeconfig file for node reporting." },
+  { group: "Kubernetes node", name: "node-condition", type: "string", arg: "TYPE",
+    help: "Node condition to keep: a qualified name such as lustre.csi.example.com/NodeReady. True when ready, False when not ready or not live, Unknown until the first check round." },
+  { group: "Kubernetes node", name: "node-condition-per-check", type: "boolean",
+    help: "Also one condition per check, type <domain of --node-condition>/<check name>." },
+  { group: "Kubernetes node", name: "node-heartbeat", type: "string", arg: "DURATION", default: "5m",
+    help: "Unchanged conditions are re-sent (lastHeartbeatTime) this often; otherwise a condition is written only when it changes." },
+  { group: "Kubernetes node", name: "node-taint", type: "string", arg: "KEY[=VALUE]:EFFECT",
+    help: "Taint to manage (kubectl's syntax), per --node-taint-mode. No other taint is ever touched." },
+  { group: "Kubernetes node", name: "node-taint-mode", type: "string", arg: "bootstrap-only|continuous", default: "bootstrap-only",
+    help: "bootstrap-only: remove the taint whenever the node is ready (again if something re-adds it), never add it. continuous: add it while not ready, remove it when ready." },
+  { group: "Kubernetes node", name: "node-taint-wait-csinode", type: "string", arg: "true|false", default: "true",
+    help: "Remove the taint only once the node's CSINode lists the driver (--driver-name; the upstream's in gateway mode)." },
+  { group: "Kubernetes node", name: "impersonate-node", type: "boolean",
+    help: "Read the Node and write its status as system:node:<name> (constrained impersonation); taints and Events stay with the service account (NodeRestriction forbids a node to change its taints)." },
+  { group: "Kubernetes node", name: "node-backoff-cap", type: "string", arg: "DURATION", default: "30s",
+    help: "Longest wait between retries after API server errors, timeouts and refused connections (jittered). 429 waits as Retry-After says." },
+  { group: "Kubernetes node", name: "node-resync", type: "string", arg: "DURATION", default: "5m",
+    help: "The Node is watched; the watch is renewed this often, and while it cannot run the Node is re-read this often." },
+  { group: "Kubernetes node", name: "node-write-interval", type: "string", arg: "DURATION", default: "10s",
+    help: "Rate limit of Node writes: bursts of 5, then one per interval (a flapping check cannot flood the API server)." },
   { group: "Other", name: "log-level", type: "string", arg: "LEVEL", default: "info",
     help: "trace, debug, info, warn, error, fatal or silent. Logs are JSON on stderr." },
   { group: "Other", name: "help", type: "boolean", help: "Show this help." },
@@ -80,7 +104,7 @@ export function helpText(version: string): string {
     "",
     "Flags take --name=value or --name value.",
   ];
-  for (const group of ["Serving", "Checks", "Gateway mode", "Other"] as const) {
+  for (const group of ["Serving", "Checks", "Gateway mode", "Kubernetes node", "Other"] as const) {
     out.push("", `${group}:`);
     for (const f of FLAGS.filter((x) => x.group === group)) {
       out.push(`  --${f.name}${f.arg ? ` ${f.arg}` : ""}`);

@@ -9,6 +9,7 @@ import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
 import { VERSION } from "./package-info.js";
+import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
 const FORWARDED_SERVICES = ["csi.v1.Controller", "csi.v1.Node", "csi.v1.GroupController"];
@@ -45,6 +46,21 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     metrics,
     timeoutCapMs: cfg.upstreamTimeoutCapMs,
   });
+}
+
+type NodeReportingStarter = { start(): { stop(): Promise<void> } };
+
+/**
+ * Kubernetes node reporting and its client library are loaded only when the
+ * flags ask for it. The kubeconfig is read before serving starts, so a bad one
+ * is a usage error, not a silent reporter.
+ */
+async function prepareReporting(cfg: Config, spec: KubeReportingSpec, checks: RunningChecks, logger: Logger, metrics: Metrics): Promise<NodeReportingStarter> {
+  const { prepareNodeReporting } = await import("../kube/index.js");
+  // The driver CSINode must list: --driver-name for now; gateway mode will
+  // answer with the upstream's name once it has reported it.
+  const driverName = () => cfg.driverName;
+  return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics });
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -109,6 +125,18 @@ export async function main(argv: string[]): Promise<number> {
 
   const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;
 
+  let reporting: NodeReportingStarter | undefined;
+  if (cfg.kube) {
+    try {
+      reporting = await prepareReporting(cfg, cfg.kube, checks, logger, metrics);
+    } catch (err) {
+      await upstream?.close();
+      await checks.stop();
+      process.stderr.write(`probegate: node reporting: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+
   let gw: Gateway;
   try {
     gw = await startGateway({
@@ -135,6 +163,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  const nodeReporting = reporting?.start();
   logger.info(
     {
       version: VERSION,
@@ -144,6 +173,7 @@ export async function main(argv: string[]): Promise<number> {
       driverName: cfg.driverName,
       upstream: upstream?.upstream ?? "none",
       gate: [...cfg.gate],
+      ...(cfg.kube ? { node: cfg.kube.nodeName, nodeCondition: cfg.kube.condition ?? "none", nodeTaint: cfg.kube.taint ? formatTaint(cfg.kube.taint) : "none" } : {}),
       ...checks.describe,
     },
     "probegate started",
@@ -151,6 +181,7 @@ export async function main(argv: string[]): Promise<number> {
 
   await stopSignal;
   await gw.close(cfg.shutdownTimeoutMs);
+  await nodeReporting?.stop();
   await upstream?.close();
   await checks.stop();
   logger.info("stopped");
