@@ -59,6 +59,8 @@ export class NodeReporter {
   private resyncTimer: NodeJS.Timeout | null = null;
   private failures = new Map<string, number>();
   private waitingForCSINode = false;
+  private csiNodeListed = "";
+  private csiNodeListedUntil = 0;
   private unsubscribe: (() => void) | null = null;
   private idle: Promise<void> = Promise.resolve();
 
@@ -263,7 +265,7 @@ export class NodeReporter {
       this.waitingForCSINode = false;
       return true;
     }
-    if (!want && this.spec.waitForCSINode) {
+    if (!want && this.spec.waitForCSINode && !(this.csiNodeListed === this.opts.driverName() && this.now() < this.csiNodeListedUntil)) {
       const driver = this.opts.driverName();
       const drivers = await this.api.csiNodeDrivers();
       if (!drivers?.includes(driver)) {
@@ -277,6 +279,9 @@ export class NodeReporter {
       }
       if (this.waitingForCSINode) this.log.info({ driver }, "CSINode lists the driver");
       this.waitingForCSINode = false;
+      // A registered driver stays registered: a flapping check must not re-read CSINode at every flap.
+      this.csiNodeListed = driver;
+      this.csiNodeListedUntil = this.now() + this.spec.timings.resyncMs;
     }
     const ops = planTaint(this.view!, taint, want, this.now());
     if (!ops) return true;

@@ -497,7 +497,7 @@ export class FakeKubeApi {
         throw new HttpError(409, "Conflict", `Operation cannot be fulfilled on nodes "${name}": the object has been modified; please apply your changes to the latest version and try again`);
       }
       // The subresource decides what may change.
-      const merged = status ? { ...clone(cur), status: next.status } : { ...next, status: clone(cur.status) };
+      const merged: Json = status ? { ...clone(cur), status: next.status } : { ...next, status: clone(cur.status) };
       merged.metadata = { ...clone(cur.metadata), ...(status ? {} : { labels: next.metadata?.labels ?? cur.metadata.labels }) };
       this.checkForeign(cur, merged, rec.user, p);
       if (/^system:node:/.test(rec.user) && !deepEqual(merged.spec?.taints ?? null, cur.spec?.taints ?? null)) {
