@@ -105,7 +105,8 @@ async function until(f: () => boolean, ms = 30_000): Promise<void> {
 /** Requests in [t0, t1), with the watch streams' bytes counted at the end (they are open the whole time). */
 async function measure(opts: { args: string[]; kubeletMs: number; seconds: number; storm: boolean }): Promise<{ tally: Tally; seconds: number }> {
   const api = await new FakeKubeApi({ tokens: { t: "node-a" } }).start();
-  api.addNode("node-a", { taints: [{ key: TAINT.split(":")[0]!, effect: "NoSchedule" }] });
+  // 40 images: a Node object of about 12 KB, as on a typical worker.
+  api.addNode("node-a", { taints: [{ key: TAINT.split(":")[0]!, effect: "NoSchedule" }], images: 40 });
   api.setCSINode("node-a", ["azurelustre.csi.azure.com"]);
   api.startKubelet("node-a", opts.kubeletMs);
   const node = fakeNodeDir();
@@ -114,6 +115,7 @@ async function measure(opts: { args: string[]; kubeletMs: number; seconds: numbe
   const gw = await start([`--kubeconfig=${kc}`, "--node-name=node-a", ...opts.args], node.env, node.dir);
   try {
     await until(() => api.condition("node-a", COND)?.status === "True" && api.taints("node-a").length === 0);
+    nodeSize = api.node("node-a");
     await sleep(1000);
     const t0 = Date.now();
     const from = api.requests.length;
@@ -161,6 +163,8 @@ async function rssOf(args: string[], withApi: boolean): Promise<number> {
 const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(1));
 const mib = (b: number) => (b / 1048576 >= 100 ? Math.round(b / 1048576).toLocaleString("en-US") : (b / 1048576).toFixed(2));
 
+let nodeSize: unknown = {};
+
 async function main(): Promise<void> {
   const flags = ["--node-condition", COND, "--node-taint", TAINT];
   const s = (ms: number) => `${Math.max(1, Math.round(ms / SCALE))}ms`;
@@ -187,6 +191,7 @@ async function main(): Promise<void> {
     "",
     `steady requests in the window (${steady.seconds.toFixed(0)} s × ${SCALE}): ${JSON.stringify(steady.tally.byKind)}`,
     `storm requests in ${storm.seconds.toFixed(0)} s: ${JSON.stringify(storm.tally.byKind)}`,
+    `Node object: ${(JSON.stringify(nodeSize).length / 1024).toFixed(1)} KiB`,
     `RSS after 8 s: feature off ${rssOff.toFixed(0)} MiB, on ${rssOn.toFixed(0)} MiB`,
   ];
   process.stdout.write(lines.join("\n") + "\n");

@@ -37,6 +37,7 @@ export class NodeReporter {
   private readonly backoff: Backoff;
   private readonly watchBackoff: Backoff;
   private readonly writes: TokenBucket;
+  private readonly taintWrites: TokenBucket;
   private readonly eventWrites: TokenBucket;
   private readonly events: NodeEvents;
   /** Identity for reading the Node and writing its status. */
@@ -74,6 +75,8 @@ export class NodeReporter {
     this.backoff = new Backoff(BACKOFF_BASE_MS, t.backoffCapMs);
     this.watchBackoff = new Backoff(BACKOFF_BASE_MS, t.backoffCapMs);
     this.writes = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
+    // The taint has its own budget: during a storm, condition writes must not starve it.
+    this.taintWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
     this.eventWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
     this.events = new NodeEvents(opts.spec.nodeName);
     this.statusAs = opts.spec.impersonateNode ? "node" : "self";
@@ -285,7 +288,7 @@ export class NodeReporter {
     }
     const ops = planTaint(this.view!, taint, want, this.now());
     if (!ops) return true;
-    const wait = this.writes.take();
+    const wait = this.taintWrites.take();
     if (wait > 0) {
       this.wakeIn(wait);
       return false;

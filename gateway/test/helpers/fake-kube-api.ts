@@ -251,7 +251,8 @@ export class FakeKubeApi {
 
   // ---- the cluster's objects and its other actors ----
 
-  addNode(name: string, extra: { taints?: Json[] } = {}): Json {
+  /** images: how many container images status.images lists (a real node's object is mostly that: 10-20 KB). */
+  addNode(name: string, extra: { taints?: Json[]; images?: number } = {}): Json {
     const now = rfc3339();
     const node: Json = {
       apiVersion: "v1",
@@ -268,6 +269,11 @@ export class FakeKubeApi {
           lastTransitionTime: DAY0,
         })),
         addresses: [{ type: "InternalIP", address: "10.0.0.1" }],
+        images: Array.from({ length: extra.images ?? 0 }, (_, i) => ({
+          names: [`registry.example.com/team-${i % 7}/image-${i}@sha256:${"0123456789abcdef".repeat(4)}`, `registry.example.com/team-${i % 7}/image-${i}:v1.${i}.0`],
+          sizeBytes: 10_000_000 + i * 12345,
+        })),
+        nodeInfo: { kubeletVersion: "v1.36.0", containerRuntimeVersion: "containerd://2.1.0", kernelVersion: "6.8.0", osImage: "Ubuntu 24.04 LTS", architecture: "amd64", operatingSystem: "linux" },
       },
     };
     this.nodes.set(name, node);
