@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeKubeApi } from "./helpers/fake-kube-api.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
-import { ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
+import { ROOT, runProbegate, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 
 const PLUGINS = `--plugins-dir=${path.join(ROOT, "dist", "plugins")}`;
 
@@ -251,6 +251,15 @@ describe("robustness", () => {
     expect(nextWrite!.at - statusReqs[i429]!.at).toBeGreaterThanOrEqual(1900);
     await until("taint removed", () => !hasTaint(api));
 
+    // 409 Conflict on the status write: re-read and retried at once, not given up.
+    api.failNext(2, { status: 409, match: { method: "PATCH", path: "/status" } });
+    const before409 = api.requests.length;
+    breakNode(node);
+    await until("False after conflicts", () => api.condition("node-a", COND)?.status === "False", 15_000);
+    expect(api.requests.slice(before409).filter((r) => r.status === 409).length).toBe(2);
+    healNode(node);
+    await until("True after conflicts", () => api.condition("node-a", COND)?.status === "True", 15_000);
+
     // One warning per distinct failure, not one per retry.
     const warns = gw.logs().filter((l) => l.msg === "Kubernetes API request failed; retrying");
     const keys = warns.map((l) => `${l.step} ${l.status ?? l.error}`);
@@ -261,14 +270,21 @@ describe("robustness", () => {
   }, 90_000);
 
   it("a flapping check is rate-limited and its Events aggregated", async () => {
-    const { api, node } = await setup(["--node-condition", COND, "--node-write-interval=1s"], { kubelet: false });
+    const { api, node } = await setup(["--node-condition", COND, "--node-write-interval=3s"], { kubelet: false });
     await until("True", () => api.condition("node-a", COND)?.status === "True");
+    const from = api.requests.length;
+    const t0 = Date.now();
     for (let i = 0; i < 6; i++) {
       breakNode(node);
       await new Promise((r) => setTimeout(r, 700));
       healNode(node);
       await new Promise((r) => setTimeout(r, 700));
     }
+    const elapsed = Date.now() - t0;
+    // 12 transitions in the storm; the limit allows the burst (5, one of them spent at start) and one per 3 s.
+    const statusWrites = api.requests.slice(from).filter((r) => r.method === "PATCH" && r.path.endsWith("/status") && r.at - t0 <= elapsed);
+    expect(statusWrites.length).toBeLessThanOrEqual(5 + Math.ceil(elapsed / 3000));
+    expect(statusWrites.length).toBeLessThan(12);
     await until("True at the end", () => api.condition("node-a", COND)?.status === "True", 20_000);
     const evs = [...api.eventsV1.values()];
     const warnings = evs.filter((e) => e.reason === "NodeNotReady");
@@ -323,5 +339,27 @@ describe("per-check conditions", () => {
     await until("net-interfaces False", () => api.condition("node-a", "lustre.csi.example.com/net-interfaces")?.status === "False");
     expect(api.condition("node-a", "lustre.csi.example.com/lnet-nets")?.status).toBe("True");
     expect(api.condition("node-a", COND)?.status).toBe("False");
+  }, 60_000);
+});
+
+describe("flags", () => {
+  it("is off without a condition or taint; bad input is one clear line and exit 2", async () => {
+    const cases: Array<[string[], NodeJS.ProcessEnv, RegExp]> = [
+      [["--node-condition=x.example.com/Ready"], {}, /--node-condition: needs --node-name \(or NODE_NAME\)/],
+      [["--node-name=n1", "--node-condition=Ready"], {}, /--node-condition: "Ready" needs a domain prefix/],
+      [["--node-name=n1", "--node-taint=a.example.com/x:NoWay"], {}, /--node-taint: effect "NoWay"/],
+      [["--node-name=n1", "--node-taint=a.example.com/x:NoSchedule", "--node-taint-mode=sometimes"], {}, /--node-taint-mode: expected bootstrap-only or continuous/],
+      [["--node-name=N_1", "--node-condition=x.example.com/Ready"], {}, /--node-name: "N_1" is not a valid node name/],
+      [["--node-condition-per-check"], {}, /needs --node-condition/],
+      [["--node-name=n1", "--node-condition=x.example.com/Ready", "--kubeconfig=/nonexistent/kubeconfig"], {}, /node reporting: .*nonexistent/],
+      [["--node-name=n1", "--node-condition=x.example.com/Ready"], { KUBECONFIG: "", KUBERNETES_SERVICE_HOST: "" }, /not running in a cluster/],
+    ];
+    const plugins = `--plugins-dir=${tempDir("probegate-no-plugins-")}`;
+    for (const [args, env, message] of cases) {
+      const sock = path.join(tempDir(), "csi.sock");
+      const r = await runProbegate([`--csi-endpoint=unix://${sock}`, "--http-endpoint=127.0.0.1:0", plugins, ...args], { NODE_NAME: "", ...env });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr, args.join(" ")).toMatch(message);
+    }
   }, 60_000);
 });
