@@ -23,8 +23,20 @@ export interface SourceDef {
   /** For describe(): the argv or path, with `{fact}` placeholders. */
   argv?: string[];
   path?: string;
+  /** How a real run reports its failures, so saved outputs can be replayed faithfully (replay.ts). */
+  replay: ReplayShape;
   prepare(facts: Readonly<Record<string, string>>): Prepared;
 }
+
+/**
+ * command: a process (exit status, stderr, deadline, output cap per stream);
+ * file: one read of `path` (no exit status, no stderr, no deadline);
+ * generated: output the gateway composes itself (operstate lines), which cannot fail by itself.
+ */
+export type ReplayShape =
+  | { kind: "command"; program: string; label: string; timeoutMs: number; maxOutputBytes: number }
+  | { kind: "file"; path: string; maxOutputBytes: number }
+  | { kind: "generated"; maxOutputBytes: number };
 
 export interface RunContext {
   env: NodeJS.ProcessEnv;
@@ -64,6 +76,13 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
     timeoutMs: spec.timeoutMs,
     params,
     argv: [...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
+    replay: {
+      kind: "command",
+      program: String(ctx.commandPrefix[0] ?? spec.argv[0]),
+      label: spec.label,
+      timeoutMs: spec.timeoutMs,
+      maxOutputBytes: spec.maxOutputBytes,
+    },
     prepare(facts) {
       const argv: string[] = [...ctx.commandPrefix];
       for (const a of spec.argv) {
@@ -98,6 +117,7 @@ export function fileSource(name: string, path: string, ttlMs: number, maxOutputB
     ttlMs,
     params: [],
     path,
+    replay: { kind: "file", path, maxOutputBytes },
     prepare: () => ({
       key: "",
       run: async () => {
@@ -113,7 +133,7 @@ function fileFailure(error: string, stdout: string): Produced {
   return { ok: false, exitCode: null, stdout, stderr: "", error, truncated: false, outcome: "error" };
 }
 
-function fileOutput(text: string, truncated: boolean, cap: number, what: string): Produced {
+export function fileOutput(text: string, truncated: boolean, cap: number, what: string): Produced {
   return truncated
     ? {
         ok: false,
@@ -127,8 +147,10 @@ function fileOutput(text: string, truncated: boolean, cap: number, what: string)
     : { ok: true, exitCode: null, stdout: text, stderr: "", error: null, truncated: false, outcome: "ok" };
 }
 
-// More interfaces than this under LNet means the fact is garbage, not a node.
-const MAX_INTERFACES = 64;
+// The most interfaces one read covers. Generous on purpose: a limit must never
+// fail a healthy node (a 1,024-NI multi-rail node has 1,024 interfaces), while
+// a fact naming more is garbage; reading them costs one small file each.
+export const MAX_OPERSTATE_INTERFACES = 4096;
 
 /**
  * `<sysfs>/class/net/IFACE/operstate` for each interface named in a
@@ -150,12 +172,15 @@ export function operstateSource(
     ttlMs,
     params: [fact],
     path: join(netDir, "{IFACE}", "operstate"),
+    replay: { kind: "generated", maxOutputBytes },
     prepare(facts) {
       const raw = Object.hasOwn(facts, fact) ? facts[fact] : undefined;
       if (typeof raw !== "string") return { error: `fact ${fact} is not available` };
       const names = [...new Set(raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0))];
-      if (names.length > MAX_INTERFACES) {
-        return { error: `fact ${fact} names ${names.length} interfaces; at most ${MAX_INTERFACES} are read` };
+      if (names.length > MAX_OPERSTATE_INTERFACES) {
+        return {
+          error: `fact ${fact} names ${names.length} interfaces; at most ${MAX_OPERSTATE_INTERFACES} are read (MAX_OPERSTATE_INTERFACES)`,
+        };
       }
       const bad = names.find((n) => !isValidIfaceName(n));
       if (bad !== undefined) return { error: `fact ${fact} contains an invalid interface name: ${quoteForMessage(bad)}` };
