@@ -353,6 +353,7 @@ export class NodeReporter {
     const timeoutSeconds = Math.max(1, Math.round(this.spec.timings.resyncMs / 1000));
     let handle: WatchHandle | null = null;
     let ended = false;
+    const startedAt = this.now();
     const placeholder: WatchHandle = { stop: () => handle?.stop() };
     this.watch = placeholder;
     const onEvent = (type: string, view: NodeView | undefined) => {
@@ -372,7 +373,8 @@ export class NodeReporter {
       if (this.watch === placeholder) this.watch = null;
       if (this.stopped) return;
       if (err?.status === 410) this.view = undefined;
-      const wait = err ? this.watchBackoff.next() : 0;
+      // A watch the server ends at once, again and again, must not turn into a hot loop.
+      const wait = err || this.now() - startedAt < 1000 ? this.watchBackoff.next() : 0;
       if (err) this.logOnce("watch node", err);
       else this.succeeded("watch node");
       this.watchTimer = setTimeout(() => {
