@@ -43,7 +43,10 @@ interface Setup {
   gw: GatewayProcess;
 }
 
-async function setup(flags: string[], opts: { taints?: Array<Record<string, string>>; csiDrivers?: string[]; eventsV1?: boolean; kubelet?: boolean } = {}): Promise<Setup> {
+async function setup(
+  flags: string[],
+  opts: { taints?: Array<Record<string, string>>; csiDrivers?: string[]; eventsV1?: boolean; kubelet?: boolean; kubeconfigFromEnv?: boolean } = {},
+): Promise<Setup> {
   const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" }, eventsV1: opts.eventsV1 }).start();
   cleanups.push(() => api.close());
   api.addNode("node-a", { taints: opts.taints ?? [{ key: OTHER_TAINT, effect: "NoSchedule" }] });
@@ -60,18 +63,18 @@ async function setup(flags: string[], opts: { taints?: Array<Record<string, stri
   cleanups.push(() => node.cleanup());
   const gw = await startGatewayProcess(
     [
-      PLUGINS,
+      ...(flags.some((f) => f.startsWith("--plugins-dir")) ? [] : [PLUGINS]),
       `--path.procfs=${node.procfs}`,
       `--path.sysfs=${node.sysfs}`,
       "--check-interval=200ms",
       `--driver-name=${DRIVER}`,
-      `--kubeconfig=${kubeconfig}`,
+      ...(opts.kubeconfigFromEnv ? [] : [`--kubeconfig=${kubeconfig}`]),
       "--node-backoff-cap=1s",
       "--node-resync=3s",
       "--node-write-interval=50ms",
       ...flags,
     ],
-    { env: { ...node.env, NODE_NAME: "node-a" } },
+    { env: { ...node.env, NODE_NAME: "node-a", ...(opts.kubeconfigFromEnv ? { KUBECONFIG: kubeconfig } : {}) } },
   );
   cleanups.push(async () => void (await gw.stop()));
   return { api, node, gw };
@@ -332,13 +335,22 @@ describe("identities", () => {
 
 describe("per-check conditions", () => {
   it("adds one condition per check under the domain of --node-condition", async () => {
-    const { api, node } = await setup(["--node-condition", COND, "--node-condition-per-check"], { kubelet: false });
+    const plugins = tempDir("probegate-kube-plugins-");
+    for (const f of fs.readdirSync(path.join(ROOT, "dist", "plugins")).filter((f) => f.endsWith(".wasm") && !f.startsWith("volume-"))) {
+      fs.copyFileSync(path.join(ROOT, "dist", "plugins", f), path.join(plugins, f));
+    }
+    const { api, node } = await setup(["--node-condition", COND, "--node-condition-per-check", `--plugins-dir=${plugins}`], { kubelet: false, kubeconfigFromEnv: true });
     await until("per-check conditions", () => api.condition("node-a", "lustre.csi.example.com/net-interfaces")?.status === "True");
     expect(api.condition("node-a", "lustre.csi.example.com/lnet-nets")?.status).toBe("True");
     breakNode(node);
     await until("net-interfaces False", () => api.condition("node-a", "lustre.csi.example.com/net-interfaces")?.status === "False");
     expect(api.condition("node-a", "lustre.csi.example.com/lnet-nets")?.status).toBe("True");
     expect(api.condition("node-a", COND)?.status).toBe("False");
+    // A check that goes away takes its condition with it; the others stay.
+    fs.rmSync(path.join(plugins, "lnet-nets.wasm"));
+    await until("lnet-nets condition removed", () => api.condition("node-a", "lustre.csi.example.com/lnet-nets") === undefined, 15_000);
+    expect(api.condition("node-a", "lustre.csi.example.com/net-interfaces")?.status).toBe("False");
+    kubeletIntact(api);
   }, 60_000);
 });
 
