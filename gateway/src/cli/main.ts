@@ -1,3 +1,4 @@
+import v8 from "node:v8";
 import { startGateway, type Gateway } from "../gateway.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { Metrics } from "../observability/metrics.js";
@@ -61,6 +62,21 @@ async function prepareReporting(cfg: Config, spec: KubeReportingSpec, checks: Ru
   // answer with the upstream's name once it has reported it.
   const driverName = () => cfg.driverName;
   return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics });
+}
+
+/**
+ * The Kubernetes client takes ~27 MiB of heap (measured): under the launcher's
+ * 48 MiB old-space limit that leaves almost nothing. V8 fixes the limit at
+ * start, so all probegate can do is say how to start it.
+ */
+function warnIfHeapTight(logger: Logger): void {
+  const limitMiB = v8.getHeapStatistics().heap_size_limit / 1048576;
+  if (limitMiB < 90) {
+    logger.warn(
+      { heapLimitMiB: Math.round(limitMiB) },
+      "node reporting loads the Kubernetes client (~27 MiB of heap): start node with --max-old-space-size=96 (the node-reporting deploy component does)",
+    );
+  }
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -164,6 +180,7 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
   const nodeReporting = reporting?.start();
+  if (reporting) warnIfHeapTight(logger);
   logger.info(
     {
       version: VERSION,
