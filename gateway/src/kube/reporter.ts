@@ -325,7 +325,10 @@ export class NodeReporter {
 
   private failed(step: string, err: unknown): void {
     const e = err instanceof KubeError ? err : new KubeError((err as Error).message, undefined, "error");
-    this.logOnce(step, e);
+    const conflict = e.status === 409 || e.status === 422;
+    // Losing a race to kubelet or the node controller is routine: worth a warning only when it keeps happening.
+    if (conflict && this.conflicts < QUICK_CONFLICT_RETRIES) this.log.debug({ step, status: e.status }, "write conflict; re-reading the Node");
+    else this.logOnce(step, e);
 
     let wait: number;
     if (e.status === 409 || e.status === 422) {
