@@ -79,17 +79,6 @@ for (const variant of ["node-reporting", "node-reporting-hardened"]) {
       expect(dockerfile).toContain('"/opt/probegate/bin/probegate.js"]');
     });
 
-    it("only the probegate container gets a token: projected, expiring, pod-bound", () => {
-      const ds = pods(docs).find((p) => p.owner.kind === "DaemonSet")!;
-      expect(ds.spec.automountServiceAccountToken).toBe(false);
-      const vol = (ds.spec.volumes as any[]).find((v) => v.name === "kube-api-access");
-      expect(vol.projected.sources[0].serviceAccountToken.expirationSeconds).toBeLessThanOrEqual(3607);
-      for (const c of containersOf(ds.spec)) {
-        const mounts = (c.volumeMounts ?? []).filter((m: any) => m.name === "kube-api-access");
-        expect(mounts.length, c.name).toBe(isProbegate(c) ? 1 : 0);
-      }
-    });
-
     it("the ValidatingAdmissionPolicy confines node writes to the pod's own node", () => {
       const vap = byKind("ValidatingAdmissionPolicy")[0]!;
       expect(vap.spec.failurePolicy).toBe("Fail");

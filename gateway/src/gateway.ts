@@ -1,4 +1,5 @@
 import type { DescFile } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { getRequestListener } from "@hono/node-server";
 import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -13,6 +14,12 @@ import { createFastPath } from "./services/fast-path.js";
 import { createRpcStack } from "./services/router.js";
 import type { Endpoint } from "./transport/endpoint.js";
 import { startCsiListener, startHttpListener, type RunningListener } from "./transport/listeners.js";
+import { Admission, type CallClass } from "./transport/admission.js";
+import { BadClientLog } from "./transport/bad-client-log.js";
+import type { Edge } from "./transport/edge.js";
+import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "./transport/edge-limits.js";
+import { requestPath } from "./transport/request-path.js";
+import { SELF_ANSWERED_MAX_BYTES } from "./services/limits.js";
 import type { StreamRoute } from "./transport/stream-route.js";
 
 export interface GatewayConfig {
@@ -22,6 +29,8 @@ export interface GatewayConfig {
   readiness: ReadinessProvider;
   /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
   probe?: ProbeSource;
+  /** Extra lines /readyz?verbose and /livez?verbose show (gateway mode: the upstream's identity). */
+  healthNotes?: () => string[];
   /**
    * Raw stream routes served on the CSI endpoint only (gateway mode's upstream
    * proxy): the mount API never reaches the network port.
@@ -29,7 +38,10 @@ export interface GatewayConfig {
   csiOnlyRoutes?: readonly StreamRoute[];
   logger: Logger;
   metrics: Metrics;
+  /** Largest forwarded request message (gateway mode); the calls answered here take at most SELF_ANSWERED_MAX_BYTES. */
   readMaxBytes?: number;
+  /** Caps and timeouts of the network edge; defaults in DEFAULT_EDGE_LIMITS. */
+  limits?: Partial<EdgeLimits>;
   /** Serve Probe and Health/Check over gRPC without Connect's per-call machinery (default on). */
   fastPath?: boolean;
   /** Services those routes forward, listed over reflection on the CSI endpoint only. */
@@ -53,7 +65,20 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   // Probes are normal here, not a leak.
   setMaxListeners(0, shutdown.signal);
   const probe = cfg.probe ?? new LocalProbeSource(cfg.readiness);
-  const readMaxBytes = cfg.readMaxBytes ?? 4 * 1024 * 1024;
+  // Identity, Health and reflection requests hold a few short fields; a few KiB
+  // bounds what one call can make the decoder allocate (unknown fields, JSON keys).
+  const readMaxBytes = Math.min(cfg.readMaxBytes ?? 4 * 1024 * 1024, SELF_ANSWERED_MAX_BYTES);
+  const limits: EdgeLimits = { ...DEFAULT_EDGE_LIMITS, ...cfg.limits };
+  const badClients = new BadClientLog(cfg.logger);
+  const edge: Edge = {
+    limits,
+    admission: new Admission(limits.maxInflight, limits.maxWatches),
+    classify,
+    rejected(reason, detail) {
+      cfg.metrics.edgeRejected.inc({ reason });
+      badClients.note(reason, detail);
+    },
+  };
   const stack = createRpcStack({
     identity: cfg.identity,
     probe,
@@ -65,11 +90,9 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     csiOnlyServices: cfg.csiOnlyServices,
     extraFiles: cfg.extraFiles,
   });
-  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics }).fetch);
+  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics, notes: cfg.healthNotes }).fetch);
   const handler = (req: AnyRequest, res: AnyResponse) => {
-    const url = req.url ?? "/";
-    const q = url.indexOf("?");
-    const path = q < 0 ? url : url.slice(0, q);
+    const path = requestPath(req.url);
     if (HTTP_PATHS.has(path)) void http(req as IncomingMessage, res as ServerResponse);
     else stack.compat(req, res);
   };
@@ -81,17 +104,17 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   const listeners: RunningListener[] = [];
   const gw: Gateway = {
     async close(deadlineMs) {
-      shutdown.abort();
+      shutdown.abort(new ConnectError("server is shutting down", Code.Unavailable));
       await Promise.all(listeners.map((l) => l.close(deadlineMs)));
     },
   };
   try {
     if (cfg.csiEndpoint) {
-      gw.csi = await startCsiListener({ endpoint: cfg.csiEndpoint, routes: csiRoutes, handler, logger: cfg.logger });
+      gw.csi = await startCsiListener({ endpoint: cfg.csiEndpoint, routes: csiRoutes, handler, logger: cfg.logger, edge });
       listeners.push(gw.csi);
     }
     if (cfg.httpEndpoint) {
-      gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes: shared, handler, logger: cfg.logger });
+      gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes: shared, handler, logger: cfg.logger, edge });
       listeners.push(gw.http);
     }
   } catch (err) {
@@ -99,4 +122,21 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     throw err;
   }
   return gw;
+}
+
+const PROBE_CLASS = new Set([
+  "/csi.v1.Identity/Probe",
+  "/grpc.health.v1.Health/Check",
+  "/healthz",
+  "/livez",
+  "/readyz",
+  // Scrapes are coalesced, so they are cheap; seeing the refusals during a flood is the point.
+  "/metrics",
+]);
+
+/** Admission classes: kubelet-style checks (and /metrics) keep a reserve of in-flight slots; Watch streams have their own cap. */
+function classify(path: string): CallClass {
+  if (PROBE_CLASS.has(path)) return "probe";
+  if (path === "/grpc.health.v1.Health/Watch") return "watch";
+  return "other";
 }

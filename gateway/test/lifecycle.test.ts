@@ -78,6 +78,11 @@ describe("flags", () => {
     [["--capabilities=teleport"], /unknown capability "teleport"/],
     [["--log-level=loud"], /--log-level: expected one of/],
     [["--gate=node-stage"], /--gate: needs --upstream/],
+    [["--probe-ready=upstream"], /^probegate: --probe-ready=upstream: needs --upstream/],
+    [["--probe-ready=sometimes"], /^probegate: --probe-ready: expected upstream, startup, readiness, got "sometimes"\n$/],
+    [["--exec-in-process=/app/azurelustreplugin"], /^probegate: --exec-in-process: expected an executable name \(no '\/', no spaces\)/],
+    [["--exec-in-process=azurelustreplugin", "--command-prefix=nsenter --target 1 --mount --"], /--exec-in-process and --command-prefix cannot be combined/],
+    [["--require-checks=lnet-nets,../x"], /^probegate: --require-checks: invalid check name "..\/x"\n$/],
     [["stray"], /unexpected argument "stray"/],
   ])("%j → one line naming the flag, exit 2", async (args, message) => {
     const r = await runProbegate(args as string[]);

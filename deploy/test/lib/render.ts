@@ -6,7 +6,7 @@
 // dist/plugins/*.wasm when built, else tiny stand-ins named after the
 // kustomization's list (only the build-dependent tests look at the bytes).
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseAllDocuments, parse } from "yaml";
@@ -55,10 +55,15 @@ export interface Rendered {
 
 const STUB = Uint8Array.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]); // "\0asm" v1, empty module
 
-export function render(relDir: string): Rendered {
+/** `extraFiles` (path relative to the kustomize dir → content) are written into the copy first, e.g. a test overlay. */
+export function render(relDir: string, extraFiles: Record<string, string> = {}): Rendered {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "probegate-kustomize-"));
   try {
     cpSync(KUSTOMIZE_DIR, tmp, { recursive: true });
+    for (const [rel, text] of Object.entries(extraFiles)) {
+      mkdirSync(path.dirname(path.join(tmp, rel)), { recursive: true });
+      writeFileSync(path.join(tmp, rel), text);
+    }
     const dest = path.join(tmp, "base/plugins");
     const real = builtNodePlugins();
     const stubbed = real.length === 0;

@@ -69,6 +69,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       sysfs: host.sysfs,
       sourcesFile: cfg.sourcesFile,
       commandPrefix: cfg.commandPrefix,
+      execInProcess: cfg.execInProcess,
       env: host.env,
       logger,
       metrics,
@@ -87,6 +88,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     pluginTimeoutMs: cfg.pluginTimeoutMs,
     pluginMemoryMiB: cfg.pluginMemoryMiB,
     quarantineAfter: cfg.quarantineAfter,
+    requiredChecks: cfg.requireChecks,
     logger,
     metrics,
   });
@@ -101,6 +103,8 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     describe: {
       pluginsDir,
       demo: host.demo ?? "off",
+      ...(cfg.execInProcess ? { execInProcess: cfg.execInProcess } : {}),
+      ...(cfg.requireChecks.length ? { requireChecks: cfg.requireChecks } : {}),
       procfs: host.procfs,
       sysfs: host.sysfs,
       checkIntervalMs: cfg.checkIntervalMs,

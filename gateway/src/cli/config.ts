@@ -3,6 +3,7 @@ import type { LevelWithSilent } from "pino";
 import { LOG_LEVELS } from "../observability/logger.js";
 import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
 import { isLoopback, parseEndpoint, type Endpoint } from "../transport/endpoint.js";
+import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "../transport/edge-limits.js";
 import { parseDuration } from "../engine/sources/units.js";
 import { parseArgsOptions } from "./flags.js";
 import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
@@ -12,6 +13,8 @@ export class UsageError extends Error {}
 
 export type Mode = "node" | "controller";
 export type GateName = "node-stage" | "node-publish";
+export type ProbeReady = "upstream" | "startup" | "readiness";
+const PROBE_READY: readonly ProbeReady[] = ["upstream", "startup", "readiness"];
 
 export interface Config {
   help: boolean;
@@ -23,6 +26,7 @@ export interface Config {
   driverVersion?: string;
   capabilities: string[];
   maxRequestBytes: number;
+  limits: EdgeLimits;
   shutdownTimeoutMs: number;
   pluginsDir?: string;
   checkIntervalMs: number;
@@ -33,6 +37,9 @@ export interface Config {
   sysfs: string;
   sourcesFile?: string;
   commandPrefix?: string[];
+  execInProcess?: string;
+  requireChecks: string[];
+  probeReady: ProbeReady;
   demo: string;
   upstream?: Endpoint;
   gate: Set<GateName>;
@@ -71,6 +78,36 @@ function modeFromEnv(env: NodeJS.ProcessEnv): Mode | undefined {
   if (v === "yes") return "node";
   if (v === "no") return "controller";
   throw new UsageError(`AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: expected yes or no, got "${v}"`);
+}
+
+function positiveDuration(flag: string, value: string): number {
+  const ms = duration(flag, value);
+  if (ms <= 0) throw new UsageError(`--${flag}: must be longer than 0`);
+  // Node timers hold at most 2^31-1 ms.
+  if (ms > 2_147_483_647) throw new UsageError(`--${flag}: must be at most 24 days`);
+  return ms;
+}
+
+function edgeLimits(str: (k: string) => string | undefined): EdgeLimits {
+  const d = DEFAULT_EDGE_LIMITS;
+  const int = (flag: string, def: number, max: number) => positiveInt(flag, str(flag) ?? String(def), max);
+  const dur = (flag: string, defMs: number) => {
+    const raw = str(flag);
+    return raw === undefined ? defMs : positiveDuration(flag, raw);
+  };
+  const limits: EdgeLimits = {
+    maxConnections: int("max-connections", d.maxConnections, 1_000_000),
+    maxStreamsPerConnection: int("max-streams-per-connection", d.maxStreamsPerConnection, 2 ** 31 - 1),
+    maxInflight: int("max-inflight", d.maxInflight, 1_000_000),
+    maxWatches: int("max-watches", d.maxWatches, 1_000_000),
+    headerTimeoutMs: dur("header-timeout", d.headerTimeoutMs),
+    requestTimeoutMs: dur("request-timeout", d.requestTimeoutMs),
+    idleTimeoutMs: dur("idle-timeout", d.idleTimeoutMs),
+  };
+  if (limits.maxWatches > limits.maxInflight) {
+    throw new UsageError(`--max-watches: ${limits.maxWatches} is more than --max-inflight ${limits.maxInflight} (Watch streams count as calls in progress)`);
+  }
+  return limits;
 }
 
 /** Turns argv and the environment into a validated Config, or throws UsageError. */
@@ -146,6 +183,27 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const commandPrefix = prefixRaw === undefined ? undefined : prefixRaw.split(/\s+/).filter(Boolean);
   if (commandPrefix && commandPrefix.length === 0) throw new UsageError("--command-prefix: must name a program");
 
+  const execInProcess = str("exec-in-process");
+  if (execInProcess !== undefined) {
+    // A process's executable name: no path, nothing a shell or /proc lookup could misread.
+    if (!/^[^/\0\s]{1,255}$/.test(execInProcess)) {
+      throw new UsageError(`--exec-in-process: expected an executable name (no '/', no spaces), got "${execInProcess}"`);
+    }
+    if (commandPrefix) throw new UsageError("--exec-in-process and --command-prefix cannot be combined (each decides where commands run)");
+  }
+
+  const requireChecks = [...new Set((str("require-checks") ?? "").split(",").map((s) => s.trim()).filter(Boolean))];
+  for (const n of requireChecks) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(n)) throw new UsageError(`--require-checks: invalid check name "${n}"`);
+  }
+
+  const probeReadyRaw = str("probe-ready") ?? (upstream ? "upstream" : "readiness");
+  if (!PROBE_READY.includes(probeReadyRaw as ProbeReady)) {
+    throw new UsageError(`--probe-ready: expected ${PROBE_READY.join(", ")}, got "${probeReadyRaw}"`);
+  }
+  if (probeReadyRaw === "upstream" && !upstream) throw new UsageError("--probe-ready=upstream: needs --upstream (it follows the upstream driver's Probe)");
+  const probeReady = probeReadyRaw as ProbeReady;
+
   const demo = str("demo") ?? "off";
   if (demo !== "off" && demo !== "auto" && !/^[a-z0-9-]+$/.test(demo)) throw new UsageError(`--demo: invalid scenario "${demo}"`);
 
@@ -162,6 +220,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     driverVersion,
     capabilities,
     maxRequestBytes: positiveInt("max-request-bytes", str("max-request-bytes") ?? "4194304", 64 * 1024 * 1024),
+    limits: edgeLimits(str),
     shutdownTimeoutMs: duration("shutdown-timeout", str("shutdown-timeout") ?? "5s"),
     pluginsDir: str("plugins-dir"),
     checkIntervalMs: Math.max(100, duration("check-interval", str("check-interval") ?? "5s")),
@@ -172,6 +231,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     sysfs: str("path.sysfs") ?? "/sys",
     sourcesFile: str("sources"),
     commandPrefix,
+    execInProcess,
+    requireChecks,
+    probeReady,
     demo,
     upstream,
     gate,

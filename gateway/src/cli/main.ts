@@ -39,13 +39,16 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
   const { EngineVolumeChecker } = await import("../upstream/engine-volume-checker.js");
   return createUpstreamGateway({
     upstream: endpoint.display,
+    driverName: cfg.driverName,
     gate: cfg.gate,
     readiness: checks.engine,
-    localProbe: new LocalProbeSource(checks.engine),
+    // --probe-ready=upstream: the driver's own ready field; only liveness checks can fail Probe.
+    localProbe: new LocalProbeSource(checks.engine, cfg.probeReady === "upstream" ? "liveness" : cfg.probeReady),
     volumeChecker: new EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
     logger,
     metrics,
     timeoutCapMs: cfg.upstreamTimeoutCapMs,
+    maxRequestBytes: cfg.maxRequestBytes,
   });
 }
 
@@ -163,8 +166,10 @@ export async function main(argv: string[]): Promise<number> {
       logger,
       metrics,
       readMaxBytes: cfg.maxRequestBytes,
+      limits: cfg.limits,
       csiOnlyRoutes: upstream ? [upstream.route] : [],
-      probe: upstream?.probe,
+      probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
+      healthNotes: upstream?.healthNotes,
       csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
@@ -190,6 +195,7 @@ export async function main(argv: string[]): Promise<number> {
       driverName: cfg.driverName,
       upstream: upstream?.upstream ?? "none",
       gate: [...cfg.gate],
+      probeReady: cfg.probeReady,
       ...(cfg.kube ? { node: cfg.kube.nodeName, nodeCondition: cfg.kube.condition ?? "none", nodeTaint: cfg.kube.taint ? formatTaint(cfg.kube.taint) : "none" } : {}),
       ...checks.describe,
     },

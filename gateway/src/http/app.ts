@@ -20,7 +20,7 @@ const ENDPOINTS: Record<string, EndpointSpec> = {
   "/livez": { probe: "liveness", okBody: "alive", failBody: "not alive", name: "livez" },
 };
 
-export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics }): Hono {
+export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics; notes?: () => string[] }): Hono {
   const { readiness, metrics } = opts;
   const app = new Hono();
 
@@ -41,20 +41,28 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
           excluded: [...exclude],
           conditions: s.conditions,
           refusals: s.refusals,
+          notes: opts.notes?.() ?? [],
         },
         status,
       );
     }
     if (c.req.query("verbose") !== undefined) {
       const verdict = `${spec.name} check ${view.ok ? "passed" : "failed"}`;
-      return c.text([...view.lines, verdict, ""].join("\n"), status);
+      return c.text([...view.lines, ...(opts.notes?.() ?? []), verdict, ""].join("\n"), status);
     }
     return c.text(view.ok ? spec.okBody : spec.failBody, status);
   };
 
   for (const [path, spec] of Object.entries(ENDPOINTS)) app.get(path, answer(spec));
+  // Scrapes that overlap share one: each would otherwise walk the whole
+  // registry at once, and a pipelined burst of them is enough to exhaust the heap.
+  let scrape: Promise<string> | undefined;
+  const collect = () =>
+    (scrape ??= metrics.registry.metrics().finally(() => {
+      scrape = undefined;
+    }));
   app.get("/metrics", async (c) => {
-    const body = await metrics.registry.metrics();
+    const body = await collect();
     return c.text(body, 200, { "content-type": metrics.registry.contentType });
   });
   app.notFound((c) => c.text("not found", 404));

@@ -106,6 +106,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** reason: see EdgeRejection in transport/edge-limits.ts */
+  readonly edgeRejected = new Counter({
+    name: "probegate_edge_rejected_total",
+    help: "Requests and connections the network edge refused, timed out or cut, by reason.",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

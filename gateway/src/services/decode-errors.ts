@@ -53,3 +53,32 @@ export function decodeErrorsAsInvalidArgument(res: UniversalServerResponse, path
 export function invalidRequestMessage(path: string, detail: string): string {
   return `invalid request message for ${path}: ${detail}`;
 }
+
+/**
+ * The same for the Connect protocol's unary errors: connect-es answers an
+ * undecodable binary body with HTTP 500 `internal`; it becomes 400
+ * `invalid_argument`, like undecodable JSON.
+ */
+export async function connectDecodeErrorsAsInvalidArgument(res: UniversalServerResponse, path: string): Promise<UniversalServerResponse> {
+  if (res.status !== 500 || !res.body || !res.header?.get("content-type")?.startsWith("application/json")) return res;
+  if (res.header.get("content-encoding")) return res;
+  const chunks: Uint8Array[] = [];
+  for await (const c of res.body as AsyncIterable<Uint8Array>) chunks.push(c);
+  const raw = Buffer.concat(chunks);
+  let err: { code?: string; message?: string } | undefined;
+  try {
+    err = JSON.parse(raw.toString("utf8"));
+  } catch {
+    err = undefined;
+  }
+  if (err?.code !== "internal" || !PARSE_FAILURE.test(err.message ?? "")) {
+    return { ...res, body: single(raw) };
+  }
+  const body = Buffer.from(JSON.stringify({ code: "invalid_argument", message: invalidRequestMessage(path, err.message!.replace(PARSE_FAILURE, "")) }));
+  res.header.set("content-length", String(body.length));
+  return { ...res, status: 400, body: single(body) };
+}
+
+async function* single(b: Uint8Array): AsyncIterable<Uint8Array> {
+  yield b;
+}

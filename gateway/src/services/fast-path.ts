@@ -12,7 +12,8 @@ import {
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import { parseGrpcTimeout } from "../transport/grpc-timeout.js";
+import { clampDeadlineHeaders, parseGrpcTimeout } from "../transport/grpc-timeout.js";
+import { resetUnreadRequest } from "../transport/h2-server.js";
 import type { StreamContext, StreamRoute } from "../transport/stream-route.js";
 import { grpcPercentEncode } from "./decode-errors.js";
 import { healthStatus, unknownServiceMessage } from "./health.js";
@@ -39,6 +40,8 @@ const CHECK_FRAMES = new Map<Status, Buffer>(
   [Status.SERVING, Status.NOT_SERVING].map((s) => [s, frame(toBinary(HealthCheckResponseSchema, create(HealthCheckResponseSchema, { status: s })))]),
 );
 const OK_TRAILERS: OutgoingHttpHeaders = { "grpc-status": "0" };
+/** As Connect decodes (see router.ts): unknown fields are skipped, not kept. */
+const READ_OPTIONS = { readUnknownFields: false } as const;
 
 
 /** Connect answers with the first encoding the client accepts that it supports; so do we. */
@@ -102,7 +105,7 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
   const answerProbe = (stream: ServerHttp2Stream, msg: Buffer, encoding: string | undefined, ctx: StreamContext): boolean => {
     if (msg.length > 0) {
       try {
-        fromBinary(ProbeRequestSchema, msg);
+        fromBinary(ProbeRequestSchema, msg, READ_OPTIONS);
       } catch {
         return false;
       }
@@ -131,7 +134,7 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
   const answerCheck = (stream: ServerHttp2Stream, msg: Buffer, encoding: string | undefined, ctx: StreamContext): boolean => {
     let service: string;
     try {
-      service = fromBinary(HealthCheckRequestSchema, msg).service;
+      service = fromBinary(HealthCheckRequestSchema, msg, READ_OPTIONS).service;
     } catch {
       return false;
     }
@@ -156,6 +159,8 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
   ) => {
     const abort = new AbortController();
     stream.once("close", () => abort.abort());
+    resetUnreadRequest(stream);
+    clampDeadlineHeaders(headers);
     const header = new Headers();
     for (const [k, v] of Object.entries(headers)) {
       if (k.startsWith(":") || v === undefined) continue;

@@ -4,6 +4,7 @@ import {
   HealthCheckResponse_ServingStatus as Status,
 } from "../../gen/grpc/health/v1/health_pb.js";
 import type { HealthSnapshot, ReadinessProvider } from "../engine/state.js";
+import { echo } from "./limits.js";
 
 /** The service names probegate answers for, and which state each reports. */
 export const HEALTH_SERVICES = ["", "liveness", "readiness"] as const;
@@ -21,7 +22,7 @@ export function healthStatus(service: string, s: HealthSnapshot): Status | undef
   }
 }
 
-export const unknownServiceMessage = (service: string) => `unknown service "${service}"`;
+export const unknownServiceMessage = (service: string) => `unknown service "${echo(service)}"`;
 
 export function healthService(
   readiness: ReadinessProvider,
@@ -73,6 +74,9 @@ export function healthService(
         unsubscribe();
         signal.removeEventListener("abort", onAbort);
       }
+      // A Watch only ends because something ended it: say what, never OK.
+      if (shutdown.aborted || !ctx.signal.aborted) throw new ConnectError("server is shutting down", Code.Unavailable);
+      throw ConnectError.from(ctx.signal.reason ?? "call ended", Code.Canceled);
     },
   };
 }

@@ -21,7 +21,10 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { LISTENER, type CompatHandler } from "../transport/h2-server.js";
 import { NETWORK_TCP, type StreamContext, type Surface } from "../transport/stream-route.js";
-import { decodeErrorsAsInvalidArgument, specEncodeGrpcMessages } from "./decode-errors.js";
+import { answerResponse, badAuthority } from "../transport/edge-answer.js";
+import { clampDeadlineHeaders } from "../transport/grpc-timeout.js";
+import { requestPath } from "../transport/request-path.js";
+import { connectDecodeErrorsAsInvalidArgument, decodeErrorsAsInvalidArgument, specEncodeGrpcMessages } from "./decode-errors.js";
 import { healthService } from "./health.js";
 import { identityService, type IdentityConfig } from "./identity.js";
 import type { ProbeSource } from "./probe-source.js";
@@ -114,6 +117,9 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
   const router: ConnectRouter = createConnectRouter({
     acceptCompression: ACCEPT_COMPRESSION,
     readMaxBytes: opts.readMaxBytes,
+    // Unknown fields are kept as one object each; nothing here needs them, and
+    // they are what lets a small request fill the heap.
+    binaryOptions: { readUnknownFields: false },
     shutdownSignal: opts.shutdown,
     interceptors: [
       (next) => async (req) => {
@@ -142,18 +148,31 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
   // Probe-style answers are read by people through many clients: make their
   // status messages decode everywhere, and a malformed request the caller's fault.
   const invoke: RpcStack["invoke"] = async (handler, req) =>
-    specEncodeGrpcMessages(decodeErrorsAsInvalidArgument(await handler(req), handler.requestPath));
+    connectDecodeErrorsAsInvalidArgument(
+      specEncodeGrpcMessages(decodeErrorsAsInvalidArgument(await handler(req), handler.requestPath)),
+      handler.requestPath,
+    );
 
   const compat: CompatHandler = (req, res) => {
-    const path = (req.url ?? "").split("?", 1)[0];
+    const path = requestPath(req.url);
     const handler = handlers.get(path);
     if (!handler) return unimplemented(req, res);
-    const uReq = universalRequestFromNodeRequest(
-      req,
-      res as never,
-      undefined,
-      contextValuesFor(String(req.headers["content-type"] ?? ""), streamContextOf(req)),
-    );
+    clampDeadlineHeaders(req.headers);
+    let uReq;
+    try {
+      uReq = universalRequestFromNodeRequest(
+        req,
+        res as never,
+        undefined,
+        contextValuesFor(String(req.headers["content-type"] ?? ""), streamContextOf(req)),
+      );
+    } catch (err) {
+      // The edge validates the authority first; this is the last word if anything else cannot form a URL.
+      opts.logger.debug({ err, path }, "request not understood");
+      req.resume();
+      answerResponse(res, req.headers["content-type"], badAuthority(), true);
+      return;
+    }
     invoke(handler, uReq)
       .then((uRes) => universalResponseToNodeResponse(uRes, res as never))
       .catch((reason) => {

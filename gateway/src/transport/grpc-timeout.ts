@@ -24,3 +24,23 @@ export function formatGrpcTimeout(ms: number): string {
   if (s < 1e8) return `${s}S`;
   return `${Math.min(99_999_999, Math.floor(ms / 3_600_000))}H`;
 }
+
+/** The longest delay a Node timer can hold (2^31-1 ms, about 24.8 days); longer ones fire at once. */
+export const MAX_DEADLINE_MS = 2_147_483_647;
+
+/**
+ * Caps a request's deadline headers at MAX_DEADLINE_MS in place. A longer
+ * deadline would overflow the timer that enforces it and end the call at once;
+ * capped, it ends after 24.8 days, which no caller can tell apart.
+ */
+export function clampDeadlineHeaders(headers: Record<string, string | string[] | undefined>): void {
+  const grpc = headers["grpc-timeout"];
+  if (typeof grpc === "string") {
+    const ms = parseGrpcTimeout(grpc);
+    if (ms !== undefined && ms > MAX_DEADLINE_MS) headers["grpc-timeout"] = `${Math.floor(MAX_DEADLINE_MS / 1000)}S`;
+  }
+  const connect = headers["connect-timeout-ms"];
+  if (typeof connect === "string" && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_DEADLINE_MS) {
+    headers["connect-timeout-ms"] = String(MAX_DEADLINE_MS);
+  }
+}

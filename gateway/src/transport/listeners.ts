@@ -1,9 +1,10 @@
-import http from "node:http";
 import type http2 from "node:http2";
 import net from "node:net";
 import type { Logger } from "../observability/logger.js";
 import type { Endpoint } from "./endpoint.js";
-import { createH2Server, type CompatHandler } from "./h2-server.js";
+import type { Edge } from "./edge.js";
+import { createH1Server } from "./h1-server.js";
+import { capConnections, createH2Server, type CompatHandler } from "./h2-server.js";
 import { sniffConnection } from "./sniff.js";
 import { NETWORK_TCP, type StreamRoute } from "./stream-route.js";
 import { prepareSocketPath, removeSocketPath } from "./unix-socket.js";
@@ -69,10 +70,13 @@ export async function startCsiListener(opts: {
   routes: readonly StreamRoute[];
   handler: CompatHandler;
   logger: Logger;
+  edge: Edge;
 }): Promise<RunningListener> {
-  const { endpoint } = opts;
+  const { endpoint, edge } = opts;
   const ctx = { listener: endpoint.kind === "unix" ? "unix" : "tcp", surface: "csi" } as const;
-  const { server, sessions } = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger: opts.logger });
+  const listener = ctx.listener;
+  const { server, sessions, stop } = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger: opts.logger, edge });
+  capConnections(server, edge.limits.maxConnections, edge, listener);
   if (endpoint.kind === "unix") {
     try {
       await prepareSocketPath(endpoint.path);
@@ -81,6 +85,8 @@ export async function startCsiListener(opts: {
     }
   }
   await listen(server, endpoint);
+  // After listening, accept errors (EMFILE when descriptors run out) are worth a line, never a crash.
+  server.on("error", (err) => opts.logger.warn({ err, listener }, "listener error"));
   const address = boundAddress(server, endpoint);
   return {
     endpoint,
@@ -88,6 +94,7 @@ export async function startCsiListener(opts: {
     async close(deadlineMs) {
       server.close();
       await drain(sessions, new Set(), deadlineMs);
+      stop();
       if (endpoint.kind === "unix") await removeSocketPath(endpoint.path);
     },
   };
@@ -103,38 +110,36 @@ export async function startHttpListener(opts: {
   routes: readonly StreamRoute[];
   handler: CompatHandler;
   logger: Logger;
+  edge: Edge;
 }): Promise<RunningListener> {
-  const { endpoint, logger } = opts;
-  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger });
-  const h1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000 }, opts.handler as http.RequestListener);
-  h1.on("clientError", (err, socket) => {
-    logger.debug({ err }, "http/1.1 client error");
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
-    else socket.destroy();
-  });
-  const h1Sockets = new Set<net.Socket>();
+  const { endpoint, logger, edge } = opts;
+  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger, edge });
+  const h1 = createH1Server({ handler: opts.handler, logger, edge });
   const tcp = net.createServer((socket) => {
     socket.on("error", (err) => logger.debug({ err }, "connection error"));
-    sniffConnection(socket, (proto, s) => {
-      if (proto === "h2c") {
-        h2.server.emit("connection", s);
-      } else {
-        h1Sockets.add(s);
-        s.once("close", () => h1Sockets.delete(s));
-        h1.emit("connection", s);
-      }
-    });
+    sniffConnection(
+      socket,
+      (proto, s) => {
+        if (proto === "h2c") h2.server.emit("connection", s);
+        else h1.attach(s);
+      },
+      edge.limits.headerTimeoutMs,
+    );
   });
+  capConnections(tcp, edge.limits.maxConnections, edge, "tcp");
   if (endpoint.kind !== "tcp") throw new ListenError(`${endpoint.display}: the HTTP endpoint must be TCP`);
   await listen(tcp, endpoint);
+  tcp.on("error", (err) => logger.warn({ err, listener: "tcp" }, "listener error"));
   const address = boundAddress(tcp, endpoint);
   return {
     endpoint,
     address,
     async close(deadlineMs) {
       tcp.close();
-      h1.close();
-      await drain(h2.sessions, h1Sockets, deadlineMs, () => h1.closeIdleConnections());
+      h1.server.close();
+      await drain(h2.sessions, h1.sockets, deadlineMs, () => h1.server.closeIdleConnections());
+      h1.stop();
+      h2.stop();
     },
   };
 }

@@ -26,6 +26,7 @@ export const Status = {
   CANCELLED: 1,
   UNKNOWN: 2,
   DEADLINE_EXCEEDED: 4,
+  RESOURCE_EXHAUSTED: 8,
   INTERNAL: 13,
   UNAVAILABLE: 14,
 } as const;

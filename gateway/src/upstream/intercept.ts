@@ -26,7 +26,8 @@ export function withVolumeConditionCapability(reply: Uint8Array): Uint8Array {
 }
 
 export function volumeRefFromRequest(request: Uint8Array): VolumeRef | undefined {
-  const req = fromBinary(NodeGetVolumeStatsRequestSchema, request);
+  // A caller's request: unknown fields are skipped, not kept (each would be an object).
+  const req = fromBinary(NodeGetVolumeStatsRequestSchema, request, { readUnknownFields: false });
   if (req.volumeId === "") return undefined;
   return { id: req.volumeId, path: req.volumePath, ...(req.stagingTargetPath ? { stagingPath: req.stagingTargetPath } : {}) };
 }

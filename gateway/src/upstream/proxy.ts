@@ -9,6 +9,7 @@ import { encodeGrpcMessage, respondStatus, Status, statusForRstCode, statusName,
 import { formatGrpcTimeout, parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import { volumeRefFromRequest, withVolumeCondition, withVolumeConditionCapability } from "./intercept.js";
 import {
+  GET_PLUGIN_INFO_PATH,
   isForwardedPath,
   methodInfo,
   NODE_GET_CAPABILITIES_PATH,
@@ -18,12 +19,14 @@ import {
 } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
 import { redactedJson } from "./redact.js";
+import type { UpstreamStatus } from "./status.js";
 import type { VolumeChecker, VolumeVerdict } from "./volume-checker.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
 export interface ProxyDeps {
   conn: UpstreamConnection;
+  status: UpstreamStatus;
   gates: ReadonlySet<GateName>;
   readiness: ReadinessProvider;
   volumeChecker?: VolumeChecker;
@@ -33,14 +36,23 @@ export interface ProxyDeps {
   timeoutCapMs: number;
   /** Upper bound for one volume check inside NodeGetVolumeStats. */
   volumeCheckTimeoutMs: number;
+  /** Largest request message forwarded (--max-request-bytes); larger calls get RESOURCE_EXHAUSTED. */
+  maxRequestBytes: number;
 }
 
 /** Hop-by-hop and transport headers that must not cross the proxy. */
 const DROP_REQUEST = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "http2-settings", "grpc-timeout", "content-length"]);
 const DROP_RESPONSE = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
 
-/** Bodies we buffer (debug-log copies, rewritten replies) stay small; CSI messages are tiny. */
+/** Replies we buffer to rewrite stay small; CSI messages are tiny. */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/**
+ * Request copies (for the debug log and the volume check) are decoded only up
+ * to this size: CSI requests name a volume and a few paths, and decoding is
+ * what turns a hostile message into many objects. Larger requests are still
+ * forwarded, just not looked into.
+ */
+const MAX_DECODED_REQUEST_BYTES = 64 * 1024;
 
 function copyHeaders(src: http2.IncomingHttpHeaders, drop: Set<string>, keepStatus: boolean): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = {};
@@ -62,6 +74,8 @@ export function createProxyRoute(deps: ProxyDeps): StreamRoute {
   return (stream, headers) => {
     const path = headers[":path"];
     if (typeof path !== "string" || !isForwardedPath(path) || !isGrpc(headers)) return false;
+    // Until the driver has told us its name, probegate answers GetPluginInfo itself (from --driver-name).
+    if (path === GET_PLUGIN_INFO_PATH && deps.status.upstreamDriverName === undefined) return false;
     new ForwardedCall(deps, stream, headers, path, gated.has(path)).start();
     return true;
   };
@@ -132,6 +146,28 @@ class ForwardedCall {
       this.fail(Status.DEADLINE_EXCEEDED, "deadline exceeded before the call was forwarded");
       return;
     }
+    if (!deps.status.answeredOnce) {
+      // The driver is still starting: hold the call (within its deadline) rather
+      // than fail it, so kubelet's NodeGetInfo at registration does not make the
+      // registrar exit. The request body waits in the stream's buffer meanwhile.
+      stream.pause();
+      const t0 = performance.now();
+      void deps.status.waitForAnswer(timeoutMs).then((answered) => {
+        if (this.finished) return;
+        if (!answered) {
+          this.fail(Status.UNAVAILABLE, `upstream CSI driver at ${deps.conn.display} has not started answering yet`);
+          return;
+        }
+        // forward() pipes the stream, which resumes it.
+        this.forward(Math.max(1, timeoutMs - Math.round(performance.now() - t0)));
+      });
+      return;
+    }
+    this.forward(timeoutMs);
+  }
+
+  private forward(timeoutMs: number): void {
+    const { deps, stream } = this;
 
     const out: http2.OutgoingHttpHeaders = {
       ":method": "POST",
@@ -158,10 +194,19 @@ class ForwardedCall {
     }, timeoutMs);
 
     if (this.rewrite === "volume-stats" || deps.logger.isLevelEnabled("debug")) this.requestChunks = [];
+    // CSI calls are unary: one message, so the body is one frame header and the message.
+    const maxBody = deps.maxRequestBytes + 5;
     stream.on("data", (chunk: Buffer) => {
-      if (!this.requestChunks) return;
       this.requestBytes += chunk.length;
-      if (this.requestBytes > MAX_BUFFERED_BYTES) this.requestChunks = undefined;
+      if (this.requestBytes > maxBody) {
+        stream.unpipe(up);
+        this.fail(Status.RESOURCE_EXHAUSTED, `request message is larger than ${deps.maxRequestBytes} bytes (--max-request-bytes)`);
+        // The rest of the body is not wanted: RST_STREAM(NO_ERROR) after the status, as gRPC servers do.
+        if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+        return;
+      }
+      if (!this.requestChunks) return;
+      if (this.requestBytes > MAX_DECODED_REQUEST_BYTES + 5) this.requestChunks = undefined;
       else this.requestChunks.push(chunk);
     });
     stream.once("end", () => {

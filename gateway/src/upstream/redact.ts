@@ -37,7 +37,7 @@ function redactInPlace(desc: DescMessage, json: JsonObject): void {
 export function redactedJson(desc: DescMessage, bytes: Uint8Array): JsonValue {
   let json: JsonValue;
   try {
-    json = toJson(desc, fromBinary(desc, bytes), { alwaysEmitImplicit: false });
+    json = toJson(desc, fromBinary(desc, bytes, { readUnknownFields: false }), { alwaysEmitImplicit: false });
   } catch (err) {
     // Never fall back to the raw bytes: they may hold a secret.
     return { undecodable: `${bytes.length} bytes: ${(err as Error).message}` };

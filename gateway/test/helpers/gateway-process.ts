@@ -33,6 +33,9 @@ process.once("exit", () => {
   for (const c of live) c.kill("SIGKILL");
 });
 
+/** The heap caps the image starts probegate with (deploy/Dockerfile, bin/probegate.js). */
+export const IMAGE_HEAP_FLAGS = ["--max-semi-space-size=1", "--max-old-space-size=48"];
+
 export function tempDir(prefix = "probegate-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
@@ -43,7 +46,14 @@ export function tempDir(prefix = "probegate-test-"): string {
  */
 export async function startGatewayProcess(
   args: string[] = [],
-  opts: { env?: NodeJS.ProcessEnv; socket?: string; timeoutMs?: number; waitFor?: "started" | "exit" } = {},
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    socket?: string;
+    timeoutMs?: number;
+    waitFor?: "started" | "exit";
+    /** Node flags before the script, e.g. the image's heap caps (IMAGE_HEAP_FLAGS). */
+    nodeArgs?: string[];
+  } = {},
 ): Promise<GatewayProcess> {
   if (!fs.existsSync(path.join(ROOT, "dist/gateway/src/cli/main.js"))) {
     throw new Error("dist/ is missing: run `npm run build` (npm test does) before the integration tests");
@@ -51,13 +61,18 @@ export async function startGatewayProcess(
   const socket = opts.socket ?? path.join(tempDir(), "csi.sock");
   // Tests of the serving stack run with no checks (an empty plugin directory),
   // so readiness is deterministic on any machine; tests of checks pass their own.
+  // A node with no readiness check is never ready (NoChecks), so these run in
+  // controller mode unless the test chose a mode.
   const noChecks = !args.some((a) => a.startsWith("--plugins-dir") || a.startsWith("--demo"));
+  const modeChosen = args.some((a) => a.startsWith("--mode"));
   const fullArgs = [
+    ...(opts.nodeArgs ?? []),
     BIN,
     `--csi-endpoint=unix://${socket}`,
     "--http-endpoint=127.0.0.1:0",
     "--log-level=debug",
     ...(noChecks ? [`--plugins-dir=${tempDir("probegate-no-plugins-")}`] : []),
+    ...(noChecks && !modeChosen ? ["--mode=controller"] : []),
     ...args,
   ];
   const child = spawn(process.execPath, fullArgs, {

@@ -132,8 +132,10 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
     };
     const out = new CappedCollector(spec.maxOutputBytes, overflow);
     const err = new CappedCollector(spec.maxOutputBytes, overflow);
-    (child.stdout as Readable).on("data", (c: Buffer) => out.push(c));
-    (child.stderr as Readable).on("data", (c: Buffer) => err.push(c));
+    // When the spawn itself fails for want of descriptors (EMFILE, ENFILE) Node
+    // sets up no pipes and reports the failure on 'error' in the next tick.
+    (child.stdout as Readable | null)?.on("data", (c: Buffer) => out.push(c));
+    (child.stderr as Readable | null)?.on("data", (c: Buffer) => err.push(c));
 
     const timer = setTimeout(() => {
       if (!exited) timedOut = true;

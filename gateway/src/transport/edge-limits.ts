@@ -1,0 +1,54 @@
+// The bounds the network edge enforces, and the names of its refusals.
+// Defaults are sized for the heap cap the image sets (--max-old-space-size=48):
+// see README "Limits" for the arithmetic.
+
+export interface EdgeLimits {
+  /** Open connections per listener; more are closed on accept. */
+  maxConnections: number;
+  /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more streams are refused (REFUSED_STREAM). */
+  maxStreamsPerConnection: number;
+  /** Calls and HTTP requests in progress, both listeners together. */
+  maxInflight: number;
+  /** Open Health/Watch streams, both listeners together (they count as in-flight calls too). */
+  maxWatches: number;
+  /** HTTP/1.1: a request's headers must arrive within this, from the connection's first byte. */
+  headerTimeoutMs: number;
+  /** A request must arrive in full (headers, body, half-close) within this. */
+  requestTimeoutMs: number;
+  /** A connection with nothing in progress is closed after this long. */
+  idleTimeoutMs: number;
+}
+
+export const DEFAULT_EDGE_LIMITS: EdgeLimits = {
+  maxConnections: 256,
+  maxStreamsPerConnection: 100,
+  maxInflight: 256,
+  maxWatches: 64,
+  headerTimeoutMs: 10_000,
+  requestTimeoutMs: 10_000,
+  idleTimeoutMs: 30_000,
+};
+
+/**
+ * How long a connection we asked to go away (GOAWAY, Connection: close) may
+ * linger before its socket is destroyed. node:http2 never closes a socket after
+ * a connection error on its own, so without this every bad frame leaks a descriptor.
+ */
+export const GOAWAY_GRACE_MS = 2_000;
+
+/** HTTP/1.1 requests a connection may pipeline ahead of the one being served. */
+export const MAX_PIPELINED = 16;
+
+/** Values of probegate_edge_rejected_total{reason}. */
+export type EdgeRejection =
+  | "connections"
+  | "inflight"
+  | "watches"
+  | "request_too_large"
+  | "header_timeout"
+  | "request_timeout"
+  | "idle_timeout"
+  | "goaway_grace"
+  | "pipeline_depth"
+  | "bad_authority"
+  | "session_error";
