@@ -209,9 +209,11 @@ describe("bootstrap-only taint", () => {
 
 describe("robustness", () => {
   it("2,000 Probes cause zero API writes", async () => {
-    // No checks: the verdict cannot flip under load here, so any write would be the Probes' doing.
-    const noChecks = `--plugins-dir=${tempDir("probegate-no-plugins-")}`;
-    const { api, gw } = await setup(["--node-condition", COND, "--node-taint", TAINT, "--node-taint-mode=continuous", "--node-taint-wait-csinode=false", noChecks], {
+    // One check that reads a file and runs no command: the verdict cannot flip under load here, so any
+    // write would be the Probes' doing.
+    const oneCheck = tempDir("probegate-one-plugin-");
+    fs.copyFileSync(path.join(ROOT, "dist", "plugins", "kernel-modules.wasm"), path.join(oneCheck, "kernel-modules.wasm"));
+    const { api, gw } = await setup(["--node-condition", COND, "--node-taint", TAINT, "--node-taint-mode=continuous", "--node-taint-wait-csinode=false", `--plugins-dir=${oneCheck}`], {
       kubelet: false,
     });
     await until("converged", () => api.condition("node-a", COND)?.status === "True" && !hasTaint(api));
