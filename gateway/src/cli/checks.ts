@@ -72,15 +72,17 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     if (err instanceof SourcesFileError) throw new UsageError(`--sources: ${err.message}`);
     throw err;
   }
-  const pluginsDir = cfg.pluginsDir ?? BUNDLED_PLUGINS_DIR;
+  const pluginsDirs = cfg.pluginsDirs.length > 0 ? cfg.pluginsDirs : [BUNDLED_PLUGINS_DIR];
   const engine = new CheckEngine({
     mode: cfg.mode,
     catalog,
-    pluginsDir,
+    pluginsDirs,
     checkIntervalMs: cfg.checkIntervalMs,
     pluginTimeoutMs: cfg.pluginTimeoutMs,
     pluginMemoryMiB: cfg.pluginMemoryMiB,
     quarantineAfter: cfg.quarantineAfter,
+    quarantineBackoffMs: cfg.quarantineBackoffMs,
+    quarantineBackoffMaxMs: cfg.quarantineBackoffMaxMs,
     logger,
     metrics,
   });
@@ -90,7 +92,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     catalog,
     stop: () => engine.stop(),
     describe: {
-      pluginsDir,
+      pluginsDirs,
       demo: host.demo ?? "off",
       procfs: host.procfs,
       sysfs: host.sysfs,

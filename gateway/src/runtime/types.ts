@@ -14,7 +14,8 @@ export type RefusalReason =
   | "DuplicateName"
   | "PluginTimeout"
   | "PluginTrap"
-  | "Unreadable";
+  | "Unreadable"
+  | "ConfigInvalid";
 
 /** Why a single call into a loaded plugin produced no verdict. */
 export type FaultReason =
@@ -22,11 +23,23 @@ export type FaultReason =
   | "PluginTrap"
   | "PluginOutputTooLarge"
   | "PluginBadOutput"
-  | "PluginUnloaded";
+  | "PluginUnloaded"
+  | "ConfigInvalid";
 
 export interface PluginRefusal extends Refusal {
   reason: RefusalReason;
 }
+
+/** One configuration key a plugin declares (manifest `config`, see plugins/ABI.md). */
+export type ConfigType = "string" | "string[]" | "integer" | "number" | "boolean";
+export interface ConfigKeyDecl {
+  type: ConfigType;
+  default?: unknown;
+  description: string;
+  min?: number;
+  max?: number;
+}
+export type ConfigDecl = Record<string, ConfigKeyDecl>;
 
 export type ProbeKind = "readiness" | "liveness" | "volume";
 export type Mode = "node" | "controller";
@@ -40,6 +53,8 @@ export interface PluginManifest {
   modes: Mode[];
   probe: ProbeKind;
   severity: "required" | "advisory";
+  /** Declared configuration keys; absent for plugins that take no configuration. */
+  config?: ConfigDecl;
 }
 
 export interface CheckOutput {
@@ -53,6 +68,8 @@ export interface CheckOutput {
 export interface LoadedPlugin {
   key: string;
   file: string;
+  /** The --plugins-dir the file was found in. */
+  dir?: string;
   sha256: string;
   size: number;
   manifest: PluginManifest;
@@ -70,4 +87,7 @@ export const DEFAULTS = {
   timeoutMs: 500,
   maxOutputBytes: 64 * 1024,
   quarantineAfter: 3,
+  quarantineBackoffMs: 30_000,
+  quarantineBackoffMaxMs: 5 * 60_000,
+  maxConfigBytes: 64 * 1024,
 } as const;
