@@ -1,11 +1,13 @@
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { pino } from "pino";
 import { buildCheckInput } from "../engine/check-input.js";
 import { SourceCatalog, type SourceResult } from "../engine/sources/index.js";
 import { inspectPlugin, runPluginOnce, type InspectResult } from "../runtime/inspect.js";
-import { DEFAULTS } from "../runtime/types.js";
+import { sha256Hex } from "../runtime/loader.js";
+import { DEFAULTS, type PluginManifest } from "../runtime/types.js";
 
 export interface PluginCommandIo {
   stdout: { write(s: string): unknown };
@@ -42,6 +44,8 @@ options:
   --source-exit NAME=CODE  exit status of source NAME (default 0; non-zero makes it not ok)
   --fact KEY=VALUE         a fact passed to the plugin (repeatable), e.g. lnet.selfNid=10.1.0.4@tcp
   --sources FILE           operator-defined sources (the gateway's --sources YAML), so their names are known
+  --config FILE            the plugin's configuration (NAME.yaml or NAME.json), validated as the gateway does;
+                           without it the plugin gets its declared defaults
   --mode node|controller   the gateway mode to simulate (default node)
   --timeout MS             per-call deadline (default ${DEFAULTS.timeoutMs})
   --json                   print the result as JSON
@@ -49,11 +53,15 @@ options:
 Sources the plugin lists but no --source gives are reported to it as failed reads.
 exit status: 0 pass or warn, 1 fail, 2 error (refused or faulting plugin, bad arguments, missing file)
 `,
-  inspect: `usage: probegate plugin inspect PLUGIN.wasm [--sources FILE] [--json]
+  inspect: `usage: probegate plugin inspect PLUGIN.wasm [--config FILE] [--sources FILE] [--json]
 
-Prints the plugin's manifest, imports, exports, size and sha256, and whether the
-gateway would load it (and why not). --sources FILE: judge source names against
-the gateway's --sources YAML too. exit status: 0 accepted, 1 refused, 2 error.
+Prints the plugin's manifest (configuration keys included), imports, exports,
+size and sha256, and whether the gateway would load it (and why not).
+--config FILE: validate a configuration file as the gateway would and show the
+configuration the plugin would get (default: NAME.yaml or NAME.json beside the
+.wasm file, if there is one). --sources FILE: judge source names against the
+gateway's --sources YAML too. exit status: 0 accepted, 1 refused (plugin or
+configuration), 2 error.
 `,
 };
 
@@ -163,6 +171,7 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
     sources: { type: "string" },
     mode: { type: "string" },
     timeout: { type: "string" },
+    config: { type: "string" },
     json: { type: "boolean" },
   });
   if (values.help) {
@@ -231,7 +240,12 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   for (const name of outputs.keys()) {
     if (!manifest.sources.includes(name)) io.stderr.write(`note: ${manifest.name} does not read source ${name}; ignored\n`);
   }
-  const input = buildCheckInput(mode, sources, facts, now);
+  const config = await resolveConfig(values.config, undefined, file, manifest, io);
+  if (!config.ok) {
+    io.stderr.write(`probegate plugin test: ConfigInvalid: ${config.message}\n`);
+    return EXIT.error;
+  }
+  const input = buildCheckInput(mode, sources, facts, now, config.value);
   const run = await runPluginOnce(bytes, input, { file, timeoutMs, isKnownSource: (n) => catalog.has(n) });
   if (!run.accepted) {
     io.stderr.write(`probegate plugin test: refused: ${run.refusal.reason}: ${run.refusal.message}\n`);
@@ -254,7 +268,7 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
 }
 
 async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { json: { type: "boolean" }, sources: { type: "string" } });
+  const { values, positionals } = parse(args, { json: { type: "boolean" }, sources: { type: "string" }, config: { type: "string" } });
   if (values.help) {
     io.stdout.write(HELP.inspect!);
     return EXIT.ok;
@@ -264,11 +278,50 @@ async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> 
   const bytes = await readPluginFile(file, io);
   if (!bytes) return EXIT.error;
   const info = await inspectPlugin(bytes, { file, isKnownSource: (n) => catalog.has(n) });
-  io.stdout.write(values.json ? `${JSON.stringify(info, null, 2)}\n` : formatInspect(info));
-  return info.accepted ? EXIT.ok : EXIT.fail;
+  let config: ResolvedConfig | null = null;
+  if (info.manifest) config = await resolveConfig(values.config, dirname(resolve(io.cwd, file)), file, info.manifest, io);
+  const out = { ...info, config: config === null ? null : config.ok ? { file: config.file ?? null, sha256: config.sha256 ?? null, value: config.value ?? null } : { error: config.message } };
+  io.stdout.write(values.json ? `${JSON.stringify(out, null, 2)}\n` : formatInspect(info, config));
+  return info.accepted && (config === null || config.ok) ? EXIT.ok : EXIT.fail;
 }
 
-function formatInspect(i: InspectResult): string {
+type ResolvedConfig =
+  | { ok: true; value: Record<string, unknown> | undefined; file?: string; sha256?: string }
+  | { ok: false; message: string };
+
+/**
+ * The configuration the gateway would give this plugin: FILE when given, else
+ * (for inspect) NAME.yaml/NAME.json in `besideDir`, else the declared defaults.
+ */
+async function resolveConfig(
+  given: string | undefined,
+  besideDir: string | undefined,
+  wasmFile: string,
+  manifest: PluginManifest,
+  io: PluginCommandIo,
+): Promise<ResolvedConfig> {
+  const { parsePluginConfig, configDefaults, configFileNames } = await import("../runtime/plugin-config.js");
+  let path: string | undefined = given === undefined ? undefined : resolve(io.cwd, given);
+  if (path === undefined && besideDir !== undefined) {
+    for (const name of configFileNames(manifest.name)) {
+      const candidate = join(besideDir, name);
+      if (candidate !== resolve(io.cwd, wasmFile) && existsSync(candidate)) path = candidate;
+    }
+  }
+  if (path === undefined) return { ok: true, value: manifest.config ? configDefaults(manifest.config) : undefined };
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    return { ok: false, message: `cannot read ${path}: ${(err as Error).message}` };
+  }
+  if (bytes.length > DEFAULTS.maxConfigBytes) return { ok: false, message: `${path}: ${bytes.length} bytes; the cap is ${DEFAULTS.maxConfigBytes} bytes` };
+  const r = parsePluginConfig(bytes.toString("utf8"), path, manifest.name, manifest.config);
+  if (!r.ok) return r;
+  return { ok: true, value: manifest.config ? r.value : undefined, file: path, sha256: sha256Hex(bytes) };
+}
+
+function formatInspect(i: InspectResult, config: ResolvedConfig | null): string {
   const lines = [
     `file:     ${i.file}`,
     `size:     ${i.size} bytes`,
@@ -287,6 +340,17 @@ function formatInspect(i: InspectResult): string {
       `  modes:       ${m.modes.join(", ")}`,
       `  sources:     ${m.sources.join(", ") || "(none)"}`,
     );
+    const decl = Object.entries(m.config ?? {});
+    lines.push(`  config:      ${decl.length === 0 ? "(none: this plugin takes no configuration)" : ""}`.trimEnd());
+    for (const [k, d] of decl) {
+      const def = d.default === undefined ? "no default" : `default ${JSON.stringify(d.default)}`;
+      lines.push(`    ${k} (${d.type}${d.min !== undefined ? `, min ${d.min}` : ""}${d.max !== undefined ? `, max ${d.max}` : ""}; ${def}): ${d.description}`);
+    }
+  }
+  if (config) {
+    if (!config.ok) lines.push(`configuration: refused — ConfigInvalid: ${config.message}`);
+    else if (config.file) lines.push(`configuration: ${config.file} (sha256 ${config.sha256})`, `  ${JSON.stringify(config.value ?? {})}`);
+    else if (config.value !== undefined) lines.push(`configuration: defaults`, `  ${JSON.stringify(config.value)}`);
   }
   lines.push(`imports:  ${i.imports.map((x) => `${x.module}.${x.name} (${x.kind})`).join(", ") || "(none)"}`);
   lines.push(`exports:  ${i.exports.map((x) => `${x.name} (${x.kind})`).join(", ") || "(none)"}`);
