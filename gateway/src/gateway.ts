@@ -22,14 +22,18 @@ export interface GatewayConfig {
   readiness: ReadinessProvider;
   /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
   probe?: ProbeSource;
-  /** Raw stream routes tried before Connect (fast path, upstream proxy). */
-  routes?: readonly StreamRoute[];
+  /**
+   * Raw stream routes served on the CSI endpoint only (gateway mode's upstream
+   * proxy): the mount API never reaches the network port.
+   */
+  csiOnlyRoutes?: readonly StreamRoute[];
   logger: Logger;
   metrics: Metrics;
   readMaxBytes?: number;
   /** Serve Probe and Health/Check over gRPC without Connect's per-call machinery (default on). */
   fastPath?: boolean;
-  extraServices?: readonly string[];
+  /** Services those routes forward, listed over reflection on the CSI endpoint only. */
+  csiOnlyServices?: readonly string[];
   extraFiles?: readonly DescFile[];
 }
 
@@ -58,7 +62,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     logger: cfg.logger,
     shutdown: shutdown.signal,
     readMaxBytes,
-    extraServices: cfg.extraServices,
+    csiOnlyServices: cfg.csiOnlyServices,
     extraFiles: cfg.extraFiles,
   });
   const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics }).fetch);
@@ -69,12 +73,11 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     if (HTTP_PATHS.has(path)) void http(req as IncomingMessage, res as ServerResponse);
     else stack.compat(req, res);
   };
-  const routes = [...(cfg.routes ?? [])];
-  if (cfg.fastPath !== false) {
-    routes.unshift(
-      createFastPath({ stack, probe, readiness: cfg.readiness, metrics: cfg.metrics, logger: cfg.logger, readMaxBytes }),
-    );
-  }
+  const shared: StreamRoute[] =
+    cfg.fastPath === false
+      ? []
+      : [createFastPath({ stack, probe, readiness: cfg.readiness, metrics: cfg.metrics, logger: cfg.logger, readMaxBytes })];
+  const csiRoutes = [...shared, ...(cfg.csiOnlyRoutes ?? [])];
   const listeners: RunningListener[] = [];
   const gw: Gateway = {
     async close(deadlineMs) {
@@ -84,11 +87,11 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   };
   try {
     if (cfg.csiEndpoint) {
-      gw.csi = await startCsiListener({ endpoint: cfg.csiEndpoint, routes, handler, logger: cfg.logger });
+      gw.csi = await startCsiListener({ endpoint: cfg.csiEndpoint, routes: csiRoutes, handler, logger: cfg.logger });
       listeners.push(gw.csi);
     }
     if (cfg.httpEndpoint) {
-      gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes, handler, logger: cfg.logger });
+      gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes: shared, handler, logger: cfg.logger });
       listeners.push(gw.http);
     }
   } catch (err) {

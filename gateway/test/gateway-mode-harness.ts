@@ -123,7 +123,7 @@ export async function startHarness(opts: {
     identity: { driverName: "probegate.test", vendorVersion: "0.0.0", manifest: {}, capabilities: [] },
     readiness,
     probe: upstream.probe,
-    routes: [upstream.route],
+    csiOnlyRoutes: [upstream.route],
     logger: logs.logger,
     metrics,
   });

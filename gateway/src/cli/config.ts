@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import type { LevelWithSilent } from "pino";
 import { LOG_LEVELS } from "../observability/logger.js";
 import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
-import { parseEndpoint, type Endpoint } from "../transport/endpoint.js";
+import { isLoopback, parseEndpoint, type Endpoint } from "../transport/endpoint.js";
 import { parseDuration } from "../engine/sources/units.js";
 import { parseArgsOptions } from "./flags.js";
 
@@ -149,6 +149,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
 
   const upstreamRaw = str("upstream");
   const upstream = upstreamRaw !== undefined ? endpoint("upstream", upstreamRaw) : undefined;
+  if (upstream && csiEndpoint.kind === "tcp" && !isLoopback(csiEndpoint)) {
+    throw new UsageError(
+      `--csi-endpoint: ${csiEndpoint.display} is not a loopback address, and with --upstream it carries the mount API ` +
+        `(NodePublishVolume, NodeStageVolume, CreateVolume, DeleteVolume), which must never be reachable from the network; ` +
+        `use a unix socket (unix:///csi/csi.sock) or a loopback address (tcp://127.0.0.1:PORT)`,
+    );
+  }
   const gateRaw = str("gate") ?? (upstream ? GATES.join(",") : "none");
   const gate = new Set<GateName>();
   for (const g of gateRaw.split(",").map((s) => s.trim()).filter((s) => s && s !== "none")) {

@@ -16,7 +16,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Serving", name: "mode", type: "string", arg: "node|controller", default: "node", env: "AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT=yes|no",
     help: "Node mode runs the node checks; controller mode is ready as soon as it serves." },
   { group: "Serving", name: "csi-endpoint", type: "string", arg: "ENDPOINT", default: "unix:///tmp/csi.sock", env: "CSI_ENDPOINT",
-    help: "gRPC (h2c) endpoint for kubelet-side tools: unix:///path/csi.sock or tcp://HOST:PORT. A stale socket is replaced; a live one is refused." },
+    help: "gRPC (h2c) endpoint for kubelet-side tools: unix:///path/csi.sock or tcp://HOST:PORT. A stale socket is replaced; a live one is refused. With --upstream it carries the mount API, so a TCP address must be loopback." },
   { group: "Serving", name: "http-endpoint", type: "string", arg: "HOST:PORT|off", default: "0.0.0.0:29763 (node), 0.0.0.0:29762 (controller)",
     help: "One TCP port for gRPC (h2c), gRPC-Web, Connect (HTTP/1.1 and h2c), /healthz, /livez, /readyz, /metrics. 'off' disables it." },
   { group: "Serving", name: "driver-name", type: "string", arg: "NAME", default: "probegate.csi.io",

@@ -119,9 +119,9 @@ export async function main(argv: string[]): Promise<number> {
       logger,
       metrics,
       readMaxBytes: cfg.maxRequestBytes,
-      routes: upstream ? [upstream.route] : [],
+      csiOnlyRoutes: upstream ? [upstream.route] : [],
       probe: upstream?.probe,
-      extraServices: upstream ? FORWARDED_SERVICES : undefined,
+      csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
     });

@@ -174,7 +174,7 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
         header,
         body: body(),
         signal: abort.signal,
-        contextValues: contextValuesFor(ct, ctx.listener),
+        contextValues: contextValuesFor(ct, ctx),
       })
       .then((res) => writeUniversal(stream, res))
       .catch((err) => {

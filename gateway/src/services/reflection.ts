@@ -1,6 +1,6 @@
 import { toBinary, type DescFile, type DescMessage } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { Code, type ServiceImpl } from "@connectrpc/connect";
+import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import * as v1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 
@@ -123,9 +123,13 @@ function answer(index: DescriptorIndex, req: Req, sent: Set<string>) {
   }
 }
 
-function reflectionService<M extends ReflectionModule>(mod: M, index: DescriptorIndex): ServiceImpl<M["ServerReflection"]> {
+/** The index a call may see: each endpoint describes only what it serves. */
+export type IndexFor = (ctx: HandlerContext) => DescriptorIndex;
+
+function reflectionService<M extends ReflectionModule>(mod: M, indexFor: IndexFor): ServiceImpl<M["ServerReflection"]> {
   const impl = {
-    async *serverReflectionInfo(requests: AsyncIterable<Req>) {
+    async *serverReflectionInfo(requests: AsyncIterable<Req>, ctx: HandlerContext) {
+      const index = indexFor(ctx);
       const sent = new Set<string>();
       for await (const req of requests) {
         yield { validHost: req.host, originalRequest: req, messageResponse: answer(index, req, sent) };
@@ -135,6 +139,6 @@ function reflectionService<M extends ReflectionModule>(mod: M, index: Descriptor
   return impl as unknown as ServiceImpl<M["ServerReflection"]>;
 }
 
-export const reflectionV1 = (index: DescriptorIndex) => reflectionService(v1, index);
-export const reflectionV1alpha = (index: DescriptorIndex) => reflectionService(v1alpha, index);
+export const reflectionV1 = (indexFor: IndexFor) => reflectionService(v1, indexFor);
+export const reflectionV1alpha = (indexFor: IndexFor) => reflectionService(v1alpha, indexFor);
 export { v1 as reflectionV1Module, v1alpha as reflectionV1alphaModule };

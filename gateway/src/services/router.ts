@@ -20,7 +20,7 @@ import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { LISTENER, type CompatHandler } from "../transport/h2-server.js";
-import type { Listener } from "../transport/stream-route.js";
+import { NETWORK_TCP, type StreamContext, type Surface } from "../transport/stream-route.js";
 import { decodeErrorsAsInvalidArgument, specEncodeGrpcMessages } from "./decode-errors.js";
 import { healthService } from "./health.js";
 import { identityService, type IdentityConfig } from "./identity.js";
@@ -38,23 +38,26 @@ import { unimplemented } from "./unimplemented.js";
 export type TransportLabel = "grpc-unix" | "grpc-tcp" | "grpc-web" | "connect";
 
 export const transportKey = createContextKey<TransportLabel>("connect", { description: "transport label" });
+/** Which endpoint the call came in on; reflection lists forwarded services on the CSI endpoint only. */
+export const surfaceKey = createContextKey<Surface>("network", { description: "endpoint surface" });
 
-export function transportOf(contentType: string, listener: Listener): TransportLabel {
+export function transportOf(contentType: string, ctx: StreamContext): TransportLabel {
   if (contentType.startsWith("application/grpc-web")) return "grpc-web";
-  if (contentType.startsWith("application/grpc")) return listener === "unix" ? "grpc-unix" : "grpc-tcp";
+  if (contentType.startsWith("application/grpc")) return ctx.listener === "unix" ? "grpc-unix" : "grpc-tcp";
   return "connect";
 }
 
-export function contextValuesFor(contentType: string, listener: Listener): ContextValues {
+export function contextValuesFor(contentType: string, ctx: StreamContext): ContextValues {
   const values = createContextValues();
-  values.set(transportKey, transportOf(contentType, listener));
+  values.set(transportKey, transportOf(contentType, ctx));
+  values.set(surfaceKey, ctx.surface);
   return values;
 }
 
-function listenerOf(req: Parameters<CompatHandler>[0]): Listener {
+function streamContextOf(req: Parameters<CompatHandler>[0]): StreamContext {
   const stream = (req as http2.Http2ServerRequest).stream;
-  const session = stream?.session as unknown as Record<symbol, Listener> | undefined;
-  return session?.[LISTENER] ?? "tcp";
+  const session = stream?.session as unknown as Record<symbol, StreamContext> | undefined;
+  return session?.[LISTENER] ?? NETWORK_TCP;
 }
 
 /** The proto files we describe over reflection, dependencies included. */
@@ -78,8 +81,8 @@ export interface RpcOptions {
   logger: Logger;
   shutdown: AbortSignal;
   readMaxBytes: number;
-  /** Extra fully-qualified service names to list over reflection (gateway mode's forwarded ones). */
-  extraServices?: readonly string[];
+  /** Fully-qualified names of services forwarded on the CSI endpoint (gateway mode), listed over reflection there only. */
+  csiOnlyServices?: readonly string[];
   extraFiles?: readonly DescFile[];
 }
 
@@ -99,9 +102,13 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
     Health.typeName,
     reflectionV1Module.ServerReflection.typeName,
     reflectionV1alphaModule.ServerReflection.typeName,
-    ...(opts.extraServices ?? []),
   ];
-  const index = new DescriptorIndex([...SERVED_FILES, ...(opts.extraFiles ?? [])], services);
+  const files = [...SERVED_FILES, ...(opts.extraFiles ?? [])];
+  const networkIndex = new DescriptorIndex(files, services);
+  const csiIndex = opts.csiOnlyServices?.length
+    ? new DescriptorIndex(files, [...services, ...opts.csiOnlyServices])
+    : networkIndex;
+  const indexFor = (surface: Surface) => (surface === "csi" ? csiIndex : networkIndex);
   const { metrics } = opts;
 
   const router: ConnectRouter = createConnectRouter({
@@ -128,8 +135,8 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
   });
   router.service(Identity, identityService(opts.identity, opts.probe));
   router.service(Health, healthService(opts.readiness, opts.shutdown));
-  router.service(reflectionV1Module.ServerReflection, reflectionV1(index));
-  router.service(reflectionV1alphaModule.ServerReflection, reflectionV1alpha(index));
+  router.service(reflectionV1Module.ServerReflection, reflectionV1((ctx) => indexFor(ctx.values.get(surfaceKey))));
+  router.service(reflectionV1alphaModule.ServerReflection, reflectionV1alpha((ctx) => indexFor(ctx.values.get(surfaceKey))));
 
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   // Probe-style answers are read by people through many clients: make their
@@ -145,7 +152,7 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
       req,
       res as never,
       undefined,
-      contextValuesFor(String(req.headers["content-type"] ?? ""), listenerOf(req)),
+      contextValuesFor(String(req.headers["content-type"] ?? ""), streamContextOf(req)),
     );
     invoke(handler, uReq)
       .then((uRes) => universalResponseToNodeResponse(uRes, res as never))

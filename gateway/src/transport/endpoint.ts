@@ -35,3 +35,15 @@ export function parseEndpoint(raw: string, cwd = process.cwd()): Endpoint {
   const display = `tcp://${host.includes(":") ? `[${host}]` : host}:${port}`;
   return { kind: "tcp", host, port, display };
 }
+
+/**
+ * True when a TCP endpoint can only be reached from this host: 127.0.0.0/8,
+ * ::1 (also as an IPv4-mapped ::ffff:127.x address) or the name localhost.
+ */
+export function isLoopback(ep: Endpoint): boolean {
+  if (ep.kind !== "tcp") return false;
+  const host = ep.host.toLowerCase();
+  if (host === "localhost" || host === "::1" || host === "0:0:0:0:0:0:0:1") return true;
+  const v4 = host.startsWith("::ffff:") ? host.slice("::ffff:".length) : host;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}

@@ -1,7 +1,7 @@
 import type http from "node:http";
 import http2 from "node:http2";
 import type { Logger } from "../observability/logger.js";
-import type { Listener, StreamRoute } from "./stream-route.js";
+import type { StreamContext, StreamRoute } from "./stream-route.js";
 
 /** A request handler for both HTTP/1.1 and the HTTP/2 compatibility API (Connect's and hono's shape). */
 export type CompatHandler = (
@@ -16,7 +16,7 @@ type StreamListener = (
   rawHeaders: string[],
 ) => void;
 
-/** Marks which listener a session came in on, for routing and metrics labels. */
+/** Marks which listener a session came in on (its StreamContext), for routing and metrics labels. */
 export const LISTENER = Symbol("probegate.listener");
 
 export interface H2Server {
@@ -32,18 +32,17 @@ export interface H2Server {
  * ourselves, after the routes, so a stream is never answered twice.
  */
 export function createH2Server(opts: {
-  listener: Listener;
+  ctx: StreamContext;
   routes: readonly StreamRoute[];
   handler: CompatHandler;
   logger: Logger;
 }): H2Server {
-  const { listener, routes, logger } = opts;
+  const { ctx, routes, logger } = opts;
   const server = http2.createServer({
     // Probe bursts from many pollers open streams fast; keep per-session memory bounded.
     maxSessionMemory: 16,
     settings: { maxConcurrentStreams: 1000 },
   });
-  const ctx = { listener };
   let compat: StreamListener | undefined;
 
   const dispatch: StreamListener = (stream, headers, flags, rawHeaders) => {
@@ -69,10 +68,10 @@ export function createH2Server(opts: {
 
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
-    (session as unknown as Record<symbol, Listener>)[LISTENER] = listener;
+    (session as unknown as Record<symbol, StreamContext>)[LISTENER] = ctx;
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
-  server.on("sessionError", (err) => logger.debug({ err, listener }, "http2 session error"));
+  server.on("sessionError", (err) => logger.debug({ err, listener: ctx.listener, surface: ctx.surface }, "http2 session error"));
   return { server, sessions };
 }

@@ -5,7 +5,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Endpoint } from "./endpoint.js";
 import { createH2Server, type CompatHandler } from "./h2-server.js";
 import { sniffConnection } from "./sniff.js";
-import type { StreamRoute } from "./stream-route.js";
+import { NETWORK_TCP, type StreamRoute } from "./stream-route.js";
 import { prepareSocketPath, removeSocketPath } from "./unix-socket.js";
 
 export class ListenError extends Error {}
@@ -71,8 +71,8 @@ export async function startCsiListener(opts: {
   logger: Logger;
 }): Promise<RunningListener> {
   const { endpoint } = opts;
-  const listener = endpoint.kind === "unix" ? "unix" : "tcp";
-  const { server, sessions } = createH2Server({ listener, routes: opts.routes, handler: opts.handler, logger: opts.logger });
+  const ctx = { listener: endpoint.kind === "unix" ? "unix" : "tcp", surface: "csi" } as const;
+  const { server, sessions } = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger: opts.logger });
   if (endpoint.kind === "unix") {
     try {
       await prepareSocketPath(endpoint.path);
@@ -105,7 +105,7 @@ export async function startHttpListener(opts: {
   logger: Logger;
 }): Promise<RunningListener> {
   const { endpoint, logger } = opts;
-  const h2 = createH2Server({ listener: "tcp", routes: opts.routes, handler: opts.handler, logger });
+  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger });
   const h1 = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 30_000 }, opts.handler as http.RequestListener);
   h1.on("clientError", (err, socket) => {
     logger.debug({ err }, "http/1.1 client error");

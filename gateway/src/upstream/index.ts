@@ -41,7 +41,7 @@ export interface UpstreamGatewayOptions {
 }
 
 export interface UpstreamGateway {
-  /** Give to the transport for every listener that serves CSI (unix socket and TCP). */
+  /** Give to the CSI endpoint's listener only: it carries the mount API, which never goes on the network port. */
   route: StreamRoute;
   /** Give to the Identity service (and any Probe fast path). */
   probe: ProbeSource;
