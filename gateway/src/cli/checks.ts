@@ -87,10 +87,14 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     metrics,
   });
   await engine.start();
+  await catalog.watch();
   return {
     engine,
     catalog,
-    stop: () => engine.stop(),
+    stop: async () => {
+      catalog.stop();
+      await engine.stop();
+    },
     describe: {
       pluginsDirs,
       demo: host.demo ?? "off",

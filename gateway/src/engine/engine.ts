@@ -9,7 +9,8 @@ import type { SourceCatalog, SourceResult } from "./sources/index.js";
 import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
 
 /** The part of the source catalog the engine uses; tests pass a small fake. */
-export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" | "read">;
+export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" | "read"> &
+  Partial<Pick<SourceCatalog, "problems" | "onChange">>;
 
 export interface CheckEngineOptions {
   mode: Mode;
@@ -74,6 +75,7 @@ export class CheckEngine implements ReadinessProvider {
   private started = false;
   private stopped = false;
   private unwatch: (() => void) | null = null;
+  private unwatchSources: (() => void) | null = null;
 
   constructor(private readonly opts: CheckEngineOptions) {
     this.log = opts.logger.child({ component: "engine" });
@@ -115,6 +117,12 @@ export class CheckEngine implements ReadinessProvider {
       this.firstRoundDone = true;
     }
     this.unwatch = this.runtime.onChange((set) => this.onPluginSetChanged(set));
+    this.unwatchSources =
+      this.opts.catalog.onChange?.(() => {
+        // New or removed sources can make refused plugins loadable (and loaded ones not).
+        this.publish();
+        void this.runtime.revalidateSources().then(() => this.refresh());
+      }) ?? null;
     // Publishes and starts the first round without waiting for it.
     this.onPluginSetChanged(this.runtime.current());
   }
@@ -124,6 +132,7 @@ export class CheckEngine implements ReadinessProvider {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.unwatch?.();
+    this.unwatchSources?.();
     await this.runtime.stop();
   }
 
@@ -268,7 +277,9 @@ export class CheckEngine implements ReadinessProvider {
   /** Recomputes the snapshot; bumps generation and notifies only when something that matters changed. */
   private publish(initial = false): HealthSnapshot {
     const conds = [...this.conditions.values()].sort((a, b) => a.condition.name.localeCompare(b.condition.name));
-    const { refusals, overrides } = this.runtime.current();
+    const { refusals: pluginRefusals, overrides } = this.runtime.current();
+    // A refused --sources edit shows beside refused plugins: the same `[!]` line, the same JSON list.
+    const refusals = [...pluginRefusals, ...(this.opts.catalog.problems?.() ?? [])];
     const verdict = judge(conds.map((t) => t.condition), this.firstRoundDone);
     const sig = signature(verdict, conds, refusals) + JSON.stringify(overrides);
     const changed = sig !== this.lastSignature;

@@ -113,6 +113,7 @@ export class PluginRuntime {
   private watchers: DirWatcher[] = [];
   private readonly dirMissingLogged = new Set<string>();
   private quarantinedCount = 0;
+  private sourcesChanged = false;
   private stopped = false;
 
   constructor(private readonly opts: RuntimeOptions) {
@@ -157,6 +158,15 @@ export class PluginRuntime {
   onChange(fn: (s: PluginSet) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
+  }
+
+  /**
+   * The source catalog changed: plugins refused for an unknown source, and
+   * loaded ones naming a source that is gone, are validated again.
+   */
+  revalidateSources(): Promise<void> {
+    this.sourcesChanged = true;
+    return this.rescan();
   }
 
   rescan(): Promise<void> {
@@ -251,6 +261,11 @@ export class PluginRuntime {
     const next = new Map<string, FileEntry>();
     const configFiles: Array<ConfigFile & { dir: string }> = [];
     const multi = this.dirs.length > 1;
+    const sourcesChanged = this.sourcesChanged;
+    this.sourcesChanged = false;
+    const stale = (e: FileEntry): boolean =>
+      sourcesChanged &&
+      (e.result.ok ? e.result.plugin.manifest.sources.some((s) => !this.opts.isKnownSource(s)) : e.result.refusal.reason === "UnknownSource");
     for (const dir of this.dirs) {
       const scan = await scanPluginDir(dir, maxFileBytes, DEFAULTS.maxConfigBytes);
       if (!scan.exists) {
@@ -266,7 +281,7 @@ export class PluginRuntime {
         const id = join(dir, f.name);
         const prev = this.entries.get(id);
         const now = Date.now();
-        if (prev && reusable(prev, f.sha256, now)) {
+        if (prev && reusable(prev, f.sha256, now) && !stale(prev)) {
           next.set(id, prev);
           continue;
         }
