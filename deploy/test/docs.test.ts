@@ -28,13 +28,14 @@ function jsFiles(dir: string): string[] {
 }
 
 describe("deploy/README.md", () => {
-  it("covers install, verify, adding a plugin, metrics and uninstall", () => {
-    for (const h of ["## Install", "## Verify", "## Add a plugin to a running cluster", "## Metrics", "## Uninstall"]) {
+  it("covers install, verify, plugins (configuration, rollout, canary, image volume), metrics and uninstall", () => {
+    for (const h of ["## Install", "## Verify", "## Plugins, configuration and plugin directories", "### Rolling out plugin changes",
+      "### Add a plugin to a running cluster", "### Canary", "### Size limits, and plugins from an image", "## Metrics", "## Uninstall"]) {
       expect(readme).toContain(h);
     }
     for (const s of ["kubectl -n probegate get pods", "kubectl -n probegate port-forward", "/readyz?verbose", "grpcurl -plaintext -unix",
       "create configmap probegate-plugins --from-file=", "--dry-run=client -o yaml | kubectl apply", "emptyDir", "The probegate numbers come from `bench/`",
-      "kubectl delete -k", "npx vitest run deploy/test"]) {
+      "kubectl delete -k", "npx vitest run deploy/test", "ImageVolume", "1 MiB", "components/plugins-in-place", "Dockerfile.plugins"]) {
       expect(readme, s).toContain(s);
     }
   });
