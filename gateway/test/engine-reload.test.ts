@@ -90,11 +90,11 @@ describe("plugin directory", () => {
     expect(s.refusals.find((r) => r.file === "zz-dup.wasm")!.message).toContain("good.wasm");
     expect(cond(s, "good")).toMatchObject({ status: "pass" });
     expect(cond(s, "loop")).toMatchObject({ status: "fail", reason: "PluginTimeout" });
-    expect(cond(s, "memhog")).toMatchObject({ status: "fail", reason: "PluginTrap" });
+    expect(cond(s, "memhog")).toMatchObject({ status: "fail", reason: "PluginMemoryLimit" });
     expect(cond(s, "trap")).toMatchObject({ status: "fail", reason: "PluginTrap" });
     expect(cond(s, "abort")).toMatchObject({ status: "fail", reason: "PluginTrap" });
     expect(cond(s, "abort")!.message).toContain("boom from plugin");
-    expect(cond(s, "bigout")!.reason).toMatch(/PluginTrap|PluginOutputTooLarge/);
+    expect(cond(s, "bigout")!.reason).toMatch(/PluginMemoryLimit|PluginOutputTooLarge/);
     const refusalsMetric = await metrics.registry.getSingleMetric("probegate_plugins_refused")!.get();
     expect(refusalsMetric.values[0]!.value).toBe(7);
   });

@@ -174,7 +174,7 @@ describe("CheckEngine semantics", () => {
     running = false;
     expect(answered).toBeGreaterThan(100);
     expect(cond(s, "loop")).toMatchObject({ status: "fail", reason: "PluginTimeout" });
-    expect(cond(s, "memhog")).toMatchObject({ status: "fail", reason: "PluginTrap" });
+    expect(cond(s, "memhog")).toMatchObject({ status: "fail", reason: "PluginMemoryLimit" });
     expect(cond(s, "ready-a")).toMatchObject({ status: "pass" });
     expect(s).toMatchObject({ phase: "not-ready", live: true });
   });

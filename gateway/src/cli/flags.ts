@@ -36,7 +36,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Checks", name: "plugin-timeout", type: "string", arg: "DURATION", default: "500ms",
     help: "Deadline for one plugin call; a plugin that overruns fails with PluginTimeout." },
   { group: "Checks", name: "plugin-memory", type: "string", arg: "MiB", default: "16",
-    help: "Memory cap of one plugin instance." },
+    help: "Memory cap of one plugin instance; a plugin that runs into it fails with PluginMemoryLimit." },
   { group: "Checks", name: "quarantine-after", type: "string", arg: "N", default: "3",
     help: "Consecutive faults (timeout, trap, bad output) after which a plugin is quarantined: it is retried with backoff, and released by one good verdict or a change of its file." },
   { group: "Checks", name: "quarantine-backoff", type: "string", arg: "DURATION", default: "30s",

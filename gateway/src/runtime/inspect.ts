@@ -40,7 +40,7 @@ export async function inspectPlugin(bytes: Uint8Array, opts: OfflineOptions = {}
       // compileChecked reports the error below.
     }
   }
-  const sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes });
+  const sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB });
   try {
     const r = await loadPlugin(bytes, file, { ...opts, sandbox, isKnownSource: opts.isKnownSource ?? isBuiltinSource });
     return r.ok
@@ -57,7 +57,7 @@ export type RunOnceResult =
 
 /** Loads the plugin and runs check(input) once, exactly as the engine would. */
 export async function runPluginOnce(bytes: Uint8Array, input: string, opts: OfflineOptions = {}): Promise<RunOnceResult> {
-  const sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes });
+  const sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB });
   try {
     const r = await loadPlugin(bytes, opts.file ?? "plugin.wasm", { ...opts, sandbox, isKnownSource: opts.isKnownSource ?? isBuiltinSource });
     if (!r.ok) return { accepted: false, refusal: r.refusal };

@@ -4,6 +4,7 @@ import { parseManifest } from "./schema.js";
 import { DEFAULTS, MiB, type LoadedPlugin, type PluginRefusal, type RefusalReason } from "./types.js";
 import { wasm, type WasmExternKind, type WasmModule } from "./wasm-api.js";
 import { MemoryTooLargeError, WASM_PAGE, WasmFormatError, capMemory } from "./wasm-binary.js";
+import { hookMemoryGrow } from "./wasm-grow-hook.js";
 
 export interface LoadOptions {
   sandbox: Sandbox;
@@ -50,7 +51,7 @@ export async function compileChecked(
   const capPages = Math.floor(((opts.memoryMiB ?? DEFAULTS.memoryMiB) * MiB) / WASM_PAGE);
   let capped: Uint8Array;
   try {
-    capped = capMemory(bytes, capPages).bytes;
+    capped = hookMemoryGrow(capMemory(bytes, capPages).bytes).bytes;
   } catch (e) {
     if (e instanceof MemoryTooLargeError) return { ok: false, refusal: refusal(file, "MemoryTooLarge", e.message, sha) };
     if (e instanceof WasmFormatError) return { ok: false, refusal: refusal(file, "CompileError", e.message, sha) };
@@ -101,6 +102,7 @@ export async function loadPlugin(bytes: Uint8Array, file: string, opts: LoadOpti
     switch (r.reason) {
       case "PluginTimeout":
       case "PluginTrap":
+      case "PluginMemoryLimit":
         return refuse(r.reason, `manifest(): ${r.message}`);
       default:
         return refuse("BadManifest", `manifest(): ${r.message}`);

@@ -118,7 +118,7 @@ export class PluginRuntime {
 
   constructor(private readonly opts: RuntimeOptions) {
     this.dirs = opts.dirs?.length ? [...opts.dirs] : opts.dir ? [opts.dir] : [];
-    this.sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, logger: opts.logger });
+    this.sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB, logger: opts.logger });
     this.scan = new SingleFlight(
       () => this.reconcile(),
       (err) => opts.logger?.error({ err: (err as Error).message }, "plugin directory scan failed"),

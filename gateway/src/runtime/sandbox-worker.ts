@@ -20,6 +20,10 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
   const TRACE_TEXT_MAX = 256;
   const TRACES_PER_CALL = 8;
   const SEED = 0x5eed;
+  // Set by the loader's memory.grow hook (wasm-grow-hook.ts) to the pages a grow was refused.
+  const GROW_REFUSED = "__probegate_grow_refused";
+  const PAGE = 64 * 1024;
+  const MiB = 1024 * 1024;
 
   interface Entry {
     module: any;
@@ -111,7 +115,7 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     // Checked before a single character is copied: a hostile plugin may hand
     // back a 50 MB string, which must not land on the worker's JS heap.
     if (size > maxOutputBytes * 2) {
-      return { ok: false, reason: "PluginOutputTooLarge", message: `output is ${size / 2} characters; the cap is ${maxOutputBytes} bytes` };
+      return { ok: false, reason: "PluginOutputTooLarge", message: `output is ${size / 2} characters; the plugin output cap is ${maxOutputBytes} bytes (DEFAULTS.maxOutputBytes)` };
     }
     if (size % 2 !== 0 || ptr + size > buf.byteLength) {
       return { ok: false, reason: "PluginBadOutput", message: "result string runs outside plugin memory" };
@@ -119,7 +123,7 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     const output = new TextDecoder("utf-16le").decode(new Uint8Array(buf, ptr, size));
     const utf8 = Buffer.byteLength(output, "utf8");
     if (utf8 > maxOutputBytes) {
-      return { ok: false, reason: "PluginOutputTooLarge", message: `output is ${utf8} bytes; the cap is ${maxOutputBytes} bytes` };
+      return { ok: false, reason: "PluginOutputTooLarge", message: `output is ${utf8} bytes; the plugin output cap is ${maxOutputBytes} bytes (DEFAULTS.maxOutputBytes)` };
     }
     return { ok: true, output };
   }
@@ -130,9 +134,12 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     e.state.abortMessage = null;
     e.state.traces = 0;
     let pinned = 0;
+    let growRefused: any = null;
     try {
       if (!e.instance) instantiate(e);
       const ex = e.instance!.exports as any;
+      growRefused = ex[GROW_REFUSED] ?? null;
+      if (growRefused) growRefused.value = 0;
       let ptr: number;
       if (msg.fn === "manifest") {
         ptr = ex.manifest();
@@ -150,8 +157,20 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     } catch (err: any) {
       // A trapped AS instance may have a half-updated heap: start the next
       // call from a fresh instance.
-      e.instance = null;
       const message = e.state.abortMessage ?? `${err?.name ?? "Error"}: ${String(err?.message ?? err).slice(0, ABORT_TEXT_MAX)}`;
+      const refusedPages = growRefused ? growRefused.value >>> 0 : 0;
+      const hadBytes = e.instance ? memoryOf(e).buffer.byteLength : 0;
+      e.instance = null;
+      if (refusedPages > 0) {
+        const mib = (bytes: number) => `${Math.round((bytes / MiB) * 10) / 10} MiB`;
+        return {
+          ok: false,
+          reason: "PluginMemoryLimit",
+          message:
+            `the plugin asked to grow its memory by ${mib(refusedPages * PAGE)}, past its cap of ${msg.memoryMiB} MiB ` +
+            `(it had ${mib(hadBytes)}); raise --plugin-memory if it really needs that much. It then trapped: ${message}`,
+        };
+      }
       return { ok: false, reason: "PluginTrap", message };
     }
   }

@@ -9,6 +9,8 @@ export interface SandboxOptions {
   /** Default per-call deadline. */
   timeoutMs?: number;
   maxOutputBytes?: number;
+  /** The plugins' memory cap (--plugin-memory), named when a plugin runs into it. */
+  memoryMiB?: number;
   logger?: Logger;
   /** V8 heap limits of the worker; wasm memories are capped separately (see wasm-binary.ts). */
   resourceLimits?: ResourceLimits;
@@ -163,7 +165,7 @@ export class Sandbox {
     const started = performance.now();
     const timer = setTimeout(() => this.onDeadline(job), job.timeoutMs);
     this.current = { job, timer, started };
-    w.postMessage({ op: "call", id: job.id, key: job.key, fn: job.fn, input: job.input, maxOutputBytes: this.maxOutputBytes });
+    w.postMessage({ op: "call", id: job.id, key: job.key, fn: job.fn, input: job.input, maxOutputBytes: this.maxOutputBytes, memoryMiB: this.opts.memoryMiB ?? DEFAULTS.memoryMiB });
   }
 
   private onDeadline(job: Job): void {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { CheckOutput, ConfigKeyDecl, PluginManifest } from "./types.js";
+import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, type CheckOutput, type ConfigKeyDecl, type PluginManifest } from "./types.js";
 
 // Per plugins/ABI.md, version 1. Unknown extra keys are ignored (zod strips them).
 
@@ -83,7 +83,18 @@ const checkOutput = z.object({
   reason: z.string().regex(REASON, "must be UpperCamelCase, at most 64 characters"),
   // Messages end up in logs and Probe errors; a long one is cut, not refused.
   message: z.string().transform((m) => (m.length > MESSAGE_MAX ? `${m.slice(0, MESSAGE_MAX)}…` : m)),
-  facts: z.record(z.string().max(256), z.string().max(4096)).default({}),
+  facts: z
+    .record(
+      z.string().max(FACT_NAME_MAX_CHARS, {
+        error: (i) => `fact name is ${String(i.input).length} characters; the limit is ${FACT_NAME_MAX_CHARS} (FACT_NAME_MAX_CHARS)`,
+      }),
+      z.string().max(FACT_VALUE_MAX_CHARS, {
+        error: (i) =>
+          `fact value is ${String(i.input).length} characters; the limit is ${FACT_VALUE_MAX_CHARS} ` +
+          `(FACT_VALUE_MAX_CHARS, the size of a source's output)`,
+      }),
+    )
+    .default({}),
 });
 
 export type ManifestResult =

@@ -14,6 +14,7 @@ export type RefusalReason =
   | "DuplicateName"
   | "PluginTimeout"
   | "PluginTrap"
+  | "PluginMemoryLimit"
   | "Unreadable"
   | "ConfigInvalid";
 
@@ -21,6 +22,7 @@ export type RefusalReason =
 export type FaultReason =
   | "PluginTimeout"
   | "PluginTrap"
+  | "PluginMemoryLimit"
   | "PluginOutputTooLarge"
   | "PluginBadOutput"
   | "PluginUnloaded"
@@ -81,11 +83,23 @@ export type CallResult =
   | { ok: false; reason: FaultReason; message: string; durationMs: number };
 
 export const MiB = 1024 * 1024;
+
+/**
+ * The largest fact value, in characters. A fact is derived from a source
+ * (a list of interfaces, a NID), so it may be as large as a source's output
+ * (SOURCE_DEFAULTS.maxOutputBytes, 1 MiB): no healthy node can outgrow it.
+ */
+export const FACT_VALUE_MAX_CHARS = 1 * MiB;
+/** The longest fact name, in characters. */
+export const FACT_NAME_MAX_CHARS = 256;
+
 export const DEFAULTS = {
   maxFileBytes: 1 * MiB,
   memoryMiB: 16,
   timeoutMs: 500,
-  maxOutputBytes: 64 * 1024,
+  // Room for the largest fact plus the verdict and JSON escaping; a plugin
+  // that returns more is broken or hostile, and nothing past it is copied.
+  maxOutputBytes: 2 * MiB,
   quarantineAfter: 3,
   quarantineBackoffMs: 30_000,
   quarantineBackoffMaxMs: 5 * 60_000,

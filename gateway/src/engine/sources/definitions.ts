@@ -128,8 +128,10 @@ function fileOutput(text: string, truncated: boolean, cap: number, what: string)
     : { ok: true, exitCode: null, stdout: text, stderr: "", error: null, truncated: false, outcome: "ok" };
 }
 
-// More interfaces than this under LNet means the fact is garbage, not a node.
-const MAX_INTERFACES = 64;
+// The most interfaces one read covers. Generous on purpose: a limit must never
+// fail a healthy node (a 1,024-NI multi-rail node has 1,024 interfaces), while
+// a fact naming more is garbage; reading them costs one small file each.
+export const MAX_OPERSTATE_INTERFACES = 4096;
 
 /**
  * `<sysfs>/class/net/IFACE/operstate` for each interface named in a
@@ -155,8 +157,10 @@ export function operstateSource(
       const raw = Object.hasOwn(facts, fact) ? facts[fact] : undefined;
       if (typeof raw !== "string") return { error: `fact ${fact} is not available` };
       const names = [...new Set(raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0))];
-      if (names.length > MAX_INTERFACES) {
-        return { error: `fact ${fact} names ${names.length} interfaces; at most ${MAX_INTERFACES} are read` };
+      if (names.length > MAX_OPERSTATE_INTERFACES) {
+        return {
+          error: `fact ${fact} names ${names.length} interfaces; at most ${MAX_OPERSTATE_INTERFACES} are read (MAX_OPERSTATE_INTERFACES)`,
+        };
       }
       const bad = names.find((n) => !isValidIfaceName(n));
       if (bad !== undefined) return { error: `fact ${fact} contains an invalid interface name: ${quoteForMessage(bad)}` };
