@@ -12,6 +12,7 @@ export type WasmExternKind = "function" | "table" | "memory" | "global" | "tag";
 
 export interface WasmApi {
   compile(bytes: Uint8Array): Promise<WasmModule>;
+  validate(bytes: Uint8Array): boolean;
   Module: {
     imports(m: WasmModule): Array<{ module: string; name: string; kind: WasmExternKind }>;
     exports(m: WasmModule): Array<{ name: string; kind: WasmExternKind }>;

@@ -1,3 +1,4 @@
+import { wasm } from "./wasm-api.js";
 // Makes a refused memory.grow visible to the host.
 //
 // A plugin that allocates past --plugin-memory sees memory.grow return -1 and
@@ -203,7 +204,7 @@ export function hookMemoryGrow(input: Uint8Array): GrowHookResult {
   // Only a valid module is rewritten: an invalid one that names the function or
   // global about to be appended must not become valid by it (the compiler then
   // refuses it with its own message).
-  if (!WebAssembly.validate(input)) return { bytes: input, hooked: false };
+  if (!wasm.validate(input)) return { bytes: input, hooked: false };
   try {
     return rewrite(input);
   } catch (e) {
