@@ -1,4 +1,3 @@
-import { wasm } from "./wasm-api.js";
 // Makes a refused memory.grow visible to the host.
 //
 // A plugin that allocates past --plugin-memory sees memory.grow return -1 and
@@ -14,6 +13,7 @@ import { wasm } from "./wasm-api.js";
 // Instructions are decoded only far enough to find instruction boundaries;
 // a module using an encoding this decoder does not know (GC types,
 // try_table, …) is left as it is, and its traps stay plain PluginTrap.
+import { wasm } from "./wasm-api.js";
 
 export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";
 
