@@ -5,18 +5,11 @@
 // the file is usually edited inside a ConfigMap far from any tooling.
 
 import { LineCounter, parseDocument } from "yaml";
-import { valueProblem } from "./schema.js";
+import { configDefaults, isBlankConfig, type ConfigValue, valueProblem } from "./schema.js";
 import type { ConfigDecl } from "./types.js";
 
-export type ConfigValue = Record<string, unknown>;
+export { configDefaults, isBlankConfig, type ConfigValue };
 export type ConfigResult = { ok: true; value: ConfigValue } | { ok: false; message: string };
-
-/** Every declared key with its default (keys without a default are left out). */
-export function configDefaults(decl: ConfigDecl): ConfigValue {
-  const out: ConfigValue = {};
-  for (const [k, d] of Object.entries(decl)) if (d.default !== undefined) out[k] = d.default;
-  return out;
-}
 
 /**
  * Parses and validates one configuration file. `file` is only used in

@@ -2,7 +2,7 @@ import type { Logger } from "../observability/logger.js";
 import { loadPlugin, refusal, type LoadResult } from "./loader.js";
 import { join } from "node:path";
 import { DirWatcher, scanPluginDir, type ConfigFile } from "./plugin-dir.js";
-import type { ConfigValue } from "./plugin-config.js";
+import { configDefaults, isBlankConfig, type ConfigValue } from "./schema.js";
 import { Sandbox } from "./sandbox.js";
 import { callCheck, type CheckOutcome } from "./check-call.js";
 import { SingleFlight } from "./single-flight.js";
@@ -371,13 +371,16 @@ export class PluginRuntime {
       }
       let result: { ok: true; value: ConfigValue; file?: string; sha256?: string } | { ok: false; message: string; file: ConfigFile & { dir: string } };
       if (candidates.length === 0) {
-        result = { ok: true, value: p.manifest.config ? (parse ??= await import("./plugin-config.js")).configDefaults(p.manifest.config) : {} };
+        result = { ok: true, value: p.manifest.config ? configDefaults(p.manifest.config) : {} };
       } else if (candidates.length > 1) {
         result = { ok: false, message: `${candidates.map((f) => f.path).join(" and ")} both configure ${name}; keep one`, file: candidates[0]! };
       } else {
         const f = candidates[0]!;
         if (f.text === null) {
           result = { ok: false, message: `${f.path}: ${f.size} bytes; the cap is ${DEFAULTS.maxConfigBytes} bytes`, file: f };
+        } else if (isBlankConfig(f.text) && f.name.endsWith(".json") === false) {
+          // Every key commented out (as the base manifests ship them): the defaults, without loading the YAML parser.
+          result = { ok: true, value: p.manifest.config ? configDefaults(p.manifest.config) : {}, file: f.path, sha256: f.sha256 };
         } else {
           parse ??= await import("./plugin-config.js");
           const r = parse.parsePluginConfig(f.text, f.path, name, p.manifest.config);

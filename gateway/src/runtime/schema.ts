@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, type CheckOutput, type ConfigKeyDecl, type PluginManifest } from "./types.js";
+import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginManifest } from "./types.js";
 
 // Per plugins/ABI.md, version 1. Unknown extra keys are ignored (zod strips them).
 
@@ -43,6 +43,24 @@ const manifestV1 = z.object({
     .refine((r) => Object.keys(r).length <= 32, "at most 32 config keys")
     .optional(),
 });
+
+export type ConfigValue = Record<string, unknown>;
+
+/** Every declared key with its default (keys without a default are left out). */
+export function configDefaults(decl: ConfigDecl): ConfigValue {
+  const out: ConfigValue = {};
+  for (const [k, d] of Object.entries(decl)) if (d.default !== undefined) out[k] = d.default;
+  return out;
+}
+
+/**
+ * Whether a configuration text holds nothing but comments and blank lines
+ * (the base manifests ship such files: every key commented out). The runtime
+ * then applies the defaults without loading the YAML parser.
+ */
+export function isBlankConfig(text: string): boolean {
+  return text.split("\n").every((l) => /^\s*(#.*)?\r?$/.test(l));
+}
 
 /** Why `v` is not a valid value for key `d`, or "" when it is (shared by defaults and config files). */
 export function valueProblem(d: Pick<ConfigKeyDecl, "type" | "min" | "max">, v: unknown): string {
