@@ -78,6 +78,9 @@ describe("flags", () => {
     [["--capabilities=teleport"], /unknown capability "teleport"/],
     [["--log-level=loud"], /--log-level: expected one of/],
     [["--gate=node-stage"], /--gate: needs --upstream/],
+    [["--quarantine-backoff=1m", "--quarantine-backoff-max=30s"], /--quarantine-backoff-max: must not be shorter than --quarantine-backoff/],
+    [["--quarantine-backoff=soon"], /--quarantine-backoff: invalid duration "soon"/],
+    [["--plugins-dir=/x", "--plugins-dir=/x"], /--plugins-dir: \/x is given twice/],
     [["stray"], /unexpected argument "stray"/],
   ])("%j → one line naming the flag, exit 2", async (args, message) => {
     const r = await runProbegate(args as string[]);
