@@ -172,6 +172,13 @@ describe("per-plugin configuration", () => {
     expect(t).toMatch(/lnet-nids\.yaml refused: ConfigInvalid: .*plugin lnet-nids declares no configuration keys/);
     expect(t).toMatch(/lnet-net\.json refused: ConfigInvalid: .*no plugin named lnet-net is loaded/);
     expect(t).toContain("[-]lnet-nids failed: ConfigInvalid");
+
+    // Once it has run with a valid (here: no) configuration, a stray file no longer stops it.
+    fs.unlinkSync(path.join(conf, "lnet-nids.yaml"));
+    await until(gw, (x) => x.includes("[+]lnet-nids ok") && !x.includes("lnet-nids.yaml refused"), "lnet-nids runs again");
+    fs.writeFileSync(path.join(conf, "lnet-nids.yaml"), "anything: 2\n");
+    const later = await until(gw, (x) => x.includes("lnet-nids.yaml refused"), "refused again");
+    expect(later).toContain("[+]lnet-nids ok");
   });
 });
 

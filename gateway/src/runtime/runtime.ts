@@ -56,6 +56,11 @@ export interface PluginConfigState {
   sha256?: string;
   /** Set when the current file is invalid; `value` is then the last good one, if any. */
   error?: string;
+  /**
+   * Whether calls may run: always without `error`; with it, only when an
+   * earlier configuration of this plugin was valid (it stays in force).
+   */
+  usable: boolean;
 }
 
 interface ConfigEntry {
@@ -180,7 +185,7 @@ export class PluginRuntime {
 
   /** The configuration a plugin's calls get (see plugins/ABI.md, "Configuration"). */
   configFor(p: LoadedPlugin): PluginConfigState {
-    return this.configs.get(p.manifest.name)?.state ?? { value: undefined };
+    return this.configs.get(p.manifest.name)?.state ?? { value: undefined, usable: true };
   }
 
   /**
@@ -189,9 +194,9 @@ export class PluginRuntime {
    */
   async runCheck(p: LoadedPlugin, input: string | ((config: ConfigValue | undefined) => string)): Promise<CheckOutcome> {
     const cfg = this.configFor(p);
-    if (cfg.error !== undefined && cfg.value === undefined) {
+    if (!cfg.usable) {
       // Never run with defaults the operator did not mean.
-      return { kind: "fault", reason: "ConfigInvalid", message: cfg.error, durationMs: 0 };
+      return { kind: "fault", reason: "ConfigInvalid", message: cfg.error ?? "configuration invalid", durationMs: 0 };
     }
     const hk = this.healthKey(p);
     let h = this.health.get(hk);
@@ -390,18 +395,20 @@ export class PluginRuntime {
       let entry: ConfigEntry;
       if (result.ok) {
         const value = p.manifest.config ? result.value : undefined;
-        entry = { id, state: { value, ...(result.file ? { file: result.file, sha256: result.sha256 } : {}) } };
+        entry = { id, state: { value, usable: true, ...(result.file ? { file: result.file, sha256: result.sha256 } : {}) } };
         if (prev?.state.error !== undefined || prev?.state.sha256 !== entry.state.sha256) {
           if (result.file) this.opts.logger?.info({ plugin: name, file: result.file, sha256: result.sha256 }, "plugin configuration applied");
           else if (prev?.state.file) this.opts.logger?.info({ plugin: name }, "plugin configuration removed; defaults apply");
         }
       } else {
         // Last good configuration of the same plugin, if there was one.
-        const good = prev?.state.value !== undefined ? prev.state : undefined;
+        const good = prev?.state.usable ? prev.state : undefined;
         const r = mkRefusal(result.file, result.message);
         entry = {
           id,
-          state: good ? { value: good.value, file: good.file, sha256: good.sha256, error: result.message } : { value: undefined, error: result.message },
+          state: good
+            ? { value: good.value, file: good.file, sha256: good.sha256, error: result.message, usable: true }
+            : { value: undefined, error: result.message, usable: false },
           refusal: r,
         };
         refusals.push(r);
