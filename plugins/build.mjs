@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Builds every plugin directory (plugins/<name>/index.ts) into
-// dist/plugins/<name>.wasm with the AssemblyScript compiler API.
+// dist/plugins/<name>.wasm with the SDK's build step (sdk/tools/build.mjs:
+// compiler options, ABI checks, warnings), the same one standalone plugin
+// projects run as `probegate-plugin build`.
 //
 //   node plugins/build.mjs [--force] [name ...]
 //
@@ -14,6 +16,9 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { abiProblems, compile as sdkCompile, sourceWarnings } from "./sdk/tools/build.mjs";
+
+export { abiProblems };
 
 const PLUGINS_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(PLUGINS_DIR);
@@ -22,8 +27,8 @@ const CACHE_FILE = join(OUT_DIR, ".build-cache.json");
 const CONFIG = join(ROOT, "asconfig.json");
 const NOT_PLUGINS = new Set(["sdk", "test", "fixtures", "node_modules"]);
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-const ALLOWED_IMPORTS = new Set(["env.abort", "env.trace", "env.seed"]);
-const REQUIRED_EXPORTS = ["manifest", "check", "__new", "__pin", "__unpin"];
+// Besides the .ts sources: what else decides a build's output.
+const BUILD_INPUTS = [CONFIG, join(PLUGINS_DIR, "sdk", "asconfig.json"), join(PLUGINS_DIR, "sdk", "tools", "build.mjs"), fileURLToPath(import.meta.url)];
 
 /** Plugin names: every directory under plugins/ holding an index.ts. */
 export function discoverPlugins(dir = PLUGINS_DIR) {
@@ -53,7 +58,7 @@ function compilerVersion() {
 function inputHash(name) {
   const h = createHash("sha256");
   h.update(compilerVersion());
-  const files = [CONFIG, fileURLToPath(import.meta.url), ...tsFiles(join(PLUGINS_DIR, "sdk")), ...tsFiles(join(PLUGINS_DIR, name))];
+  const files = [...BUILD_INPUTS, ...tsFiles(join(PLUGINS_DIR, "sdk")), ...tsFiles(join(PLUGINS_DIR, name))];
   for (const f of files) {
     h.update(relative(ROOT, f));
     h.update(readFileSync(f));
@@ -75,33 +80,10 @@ function writeAtomic(path, data) {
   renameSync(tmp, path);
 }
 
-/** Problems with a compiled module's interface; [] when it obeys ABI v1. */
-export function abiProblems(bytes) {
-  const mod = new WebAssembly.Module(bytes);
-  const problems = [];
-  for (const imp of WebAssembly.Module.imports(mod)) {
-    const id = `${imp.module}.${imp.name}`;
-    if (!ALLOWED_IMPORTS.has(id) || imp.kind !== "function") problems.push(`forbidden import ${id} (${imp.kind})`);
-  }
-  const exported = new Set(WebAssembly.Module.exports(mod).map((e) => e.name));
-  for (const name of REQUIRED_EXPORTS) if (!exported.has(name)) problems.push(`missing export ${name}`);
-  return problems;
-}
-
 async function compile(asc, name, outFile, entry = join("plugins", name, "index.ts")) {
   const config = JSON.parse(readFileSync(CONFIG, "utf8"));
-  const args = [entry, "--config", "asconfig.json", "--outFile", relative(ROOT, outFile)];
-  if (config.targets && config.targets[name]) args.push("--target", name);
-  let errText = "";
-  const sink = { write: (chunk) => { errText += String(chunk); return true; } };
-  const cwd = process.cwd();
-  process.chdir(ROOT); // asc resolves entries and asconfig relative to cwd
-  try {
-    const { error } = await asc.main(args, { stdout: sink, stderr: sink });
-    return error ? `${errText.trim()}\n${error.message}`.trim() : null;
-  } finally {
-    process.chdir(cwd);
-  }
+  const target = config.targets && config.targets[name] ? name : undefined;
+  return sdkCompile({ entry, outFile: relative(ROOT, outFile), cwd: ROOT, config: CONFIG, target, asc });
 }
 
 /**
@@ -146,12 +128,7 @@ export async function buildPlugins({ names, force = false, log = (s) => process.
       continue;
     }
     renameSync(tmp, outFile);
-    // The minimal runtime only frees memory when the SDK's respond() collects
-    // at the end of check() (checkSource() ends through it); a plugin that
-    // bypasses both grows until its cap.
-    if (!/\b(respond|checkSource)\s*\(/.test(readFileSync(join(PLUGINS_DIR, name, "index.ts"), "utf8"))) {
-      log(`plugins: warning: ${name}/index.ts never calls respond() or checkSource(); its check() garbage is never freed`);
-    }
+    for (const w of sourceWarnings(readFileSync(join(PLUGINS_DIR, name, "index.ts"), "utf8"), `${name}/index.ts`)) log(`plugins: warning: ${w}`);
     const cache = readCache();
     cache[name] = hash;
     writeAtomic(CACHE_FILE, JSON.stringify(cache, null, 2));
@@ -170,7 +147,7 @@ export async function buildModule(entryRel, outFile, { like = "" } = {}) {
   const h = createHash("sha256");
   h.update(compilerVersion());
   h.update(like);
-  for (const f of [CONFIG, fileURLToPath(import.meta.url), join(ROOT, entryRel), ...tsFiles(join(PLUGINS_DIR, "sdk"))]) h.update(readFileSync(f));
+  for (const f of [...BUILD_INPUTS, join(ROOT, entryRel), ...tsFiles(join(PLUGINS_DIR, "sdk"))]) h.update(readFileSync(f));
   const hash = h.digest("hex");
   const stamp = `${outFile}.hash`;
   if (existsSync(outFile) && existsSync(stamp) && readFileSync(stamp, "utf8") === hash) return outFile;

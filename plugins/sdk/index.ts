@@ -1,4 +1,5 @@
-// probegate plugin SDK (ABI v1). Plugins import from "../sdk".
+// probegate plugin SDK (ABI v1). In-tree plugins import from "../sdk";
+// standalone projects from "@probegate/plugin-sdk" (package.json, README.md).
 export * from "./value";
 export * from "./strings";
 export * from "./json";
@@ -6,3 +7,4 @@ export * from "./jsonwrite";
 export * from "./yaml";
 export * from "./lnet";
 export * from "./abi";
+export * from "./log";

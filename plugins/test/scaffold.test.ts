@@ -1,13 +1,12 @@
-// The scaffolded plugin must compile and behave, not just be written.
+// `probegate plugin new` writes a standalone project; the whole author walk
+// (npm install, build, test, into a gateway) is gateway/test/plugin-author-walk.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { instantiateSync } from "@assemblyscript/loader";
-import { scaffoldPlugin } from "../../gateway/src/cli/plugin-new";
-import { ROOT, input, okSource } from "./harness";
-// @ts-expect-error plain JS module without types
-import { abiProblems, buildModule } from "../build.mjs";
+import { parse as parseYaml } from "yaml";
+import { findPackedSdk, scaffoldPlugin } from "../../gateway/src/cli/plugin-new";
+import { ROOT } from "./harness";
 
 let tmp: string;
 beforeAll(() => {
@@ -20,40 +19,38 @@ describe("scaffoldPlugin", () => {
     await expect(scaffoldPlugin(name, { dir: tmp })).rejects.toThrow(/invalid plugin name/);
   });
 
-  it("writes a skeleton that compiles to an ABI-clean plugin and checks its fixtures", async () => {
-    const files = await scaffoldPlugin("line-count", { dir: tmp, sdkDir: join(ROOT, "plugins", "sdk") });
-    expect(files.map((f) => relative(tmp, f)).sort()).toEqual(
-      ["line-count/README.md", "line-count/fixtures/fail.txt", "line-count/fixtures/pass.txt", "line-count/index.ts"].sort(),
-    );
-    expect(readFileSync(files.find((f) => f.endsWith("README.md"))!, "utf8")).toContain("probegate plugin test");
-
-    const wasm = await buildModule(relative(ROOT, join(tmp, "line-count", "index.ts")), join(tmp, "line-count.wasm"));
-    const bytes = readFileSync(wasm);
-    expect(abiProblems(bytes)).toEqual([]);
-    const ex: any = instantiateSync(bytes, { env: { abort: () => { throw new Error("abort"); }, trace() {}, seed: () => 1 } }).exports;
-    const run = (stdout: string) => {
-      const ptr = ex.__pin(ex.__newString(JSON.stringify(input({ "proc.modules": okSource(stdout) }))));
-      try {
-        return JSON.parse(ex.__getString(ex.check(ptr)));
-      } finally {
-        ex.__unpin(ptr);
-      }
-    };
-    expect(JSON.parse(ex.__getString(ex.manifest()))).toMatchObject({ abi: 1, name: "line-count", sources: ["proc.modules"] });
-    expect(run(readFileSync(join(tmp, "line-count", "fixtures", "pass.txt"), "utf8"))).toMatchObject({ status: "pass", reason: "Ok" });
-    expect(run(readFileSync(join(tmp, "line-count", "fixtures", "fail.txt"), "utf8"))).toMatchObject({ status: "fail", reason: "TooFewLines" });
-    expect(run("")).toMatchObject({ status: "fail", reason: "ParseError" });
+  it("writes a standalone project around the packed SDK of this installation", async () => {
+    const files = await scaffoldPlugin("line-count", { dir: tmp });
+    expect(files.map((f) => relative(join(tmp, "line-count"), f)).sort()).toEqual([
+      ".gitignore", "README.md", "asconfig.json", "assembly/index.ts", "assembly/tsconfig.json",
+      "fixtures/one-line.yaml", "fixtures/two-lines.yaml", "package.json", "vendor/probegate-plugin-sdk-1.0.0.tgz",
+    ]);
+    const p = (f: string) => join(tmp, "line-count", f);
+    const pkg = JSON.parse(readFileSync(p("package.json"), "utf8"));
+    const sdkPkg = JSON.parse(readFileSync(join(ROOT, "plugins", "sdk", "package.json"), "utf8"));
+    expect(pkg.devDependencies).toEqual({
+      "@probegate/plugin-sdk": "file:vendor/probegate-plugin-sdk-1.0.0.tgz",
+      assemblyscript: sdkPkg.peerDependencies.assemblyscript,
+    });
+    expect(pkg.scripts.test).toBe("probegate-plugin test build/line-count.wasm --fixtures fixtures");
+    expect(readFileSync(p("vendor/probegate-plugin-sdk-1.0.0.tgz"))).toEqual(readFileSync(findPackedSdk().tarball));
+    expect(readFileSync(p("assembly/index.ts"), "utf8")).toContain('from "@probegate/plugin-sdk"');
+    // One passing and one failing case, in the documented format.
+    expect(parseYaml(readFileSync(p("fixtures/two-lines.yaml"), "utf8")).expect).toMatchObject({ status: "pass", reason: "Ok" });
+    expect(parseYaml(readFileSync(p("fixtures/one-line.yaml"), "utf8")).expect).toMatchObject({ status: "fail", reason: "TooFewLines" });
+    const readme = readFileSync(p("README.md"), "utf8");
+    expect(readme).toContain("npm install");
+    expect(readme).toContain('"@probegate/plugin-sdk": "^1.0.0"');
   });
 
-  it("refuses to overwrite an existing plugin", async () => {
+  it("refuses to overwrite an existing project", async () => {
     await scaffoldPlugin("twice", { dir: tmp });
     await expect(scaffoldPlugin("twice", { dir: tmp })).rejects.toThrow(/already exists/);
   });
 
-  it("finds the repo SDK on its own", async () => {
-    const files = await scaffoldPlugin("auto-sdk", { dir: tmp });
-    const index = readFileSync(files[0], "utf8");
-    const m = /from "([^"]+)"/.exec(index)!;
-    expect(existsSync(join(tmp, "auto-sdk", m[1], "index.ts"))).toBe(true);
+  it("says how to get a packed SDK when the given one is missing", async () => {
+    writeFileSync(join(tmp, "x.tgz"), "");
+    await expect(scaffoldPlugin("no-sdk", { dir: tmp, sdkTarball: join(tmp, "missing.tgz") })).rejects.toThrow(/no packed SDK at/);
+    await expect(scaffoldPlugin("no-sdk2", { dir: tmp, sdkTarball: join(tmp, "x.tgz") })).rejects.toThrow(/sdk:pack/);
   });
 });

@@ -1,5 +1,3 @@
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { CheckEngine } from "../engine/engine.js";
 import { demoBinDir, demoScenarioDir } from "../engine/sources/demo.js";
@@ -8,6 +6,7 @@ import { resolveProgram } from "../engine/sources/path-lookup.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { UsageError, type Config } from "./config.js";
+import { createDemoDir, removeStaleDemoDirs, type DemoDir } from "./demo-dir.js";
 import { BUNDLED_PLUGINS_DIR } from "./package-info.js";
 
 export interface RunningChecks {
@@ -23,6 +22,8 @@ interface HostView {
   procfs: string;
   sysfs: string;
   demo?: string;
+  demoDir?: DemoDir;
+  staleRemoved?: string[];
 }
 
 /**
@@ -44,9 +45,12 @@ async function hostView(cfg: Config): Promise<HostView> {
   } catch (err) {
     throw new UsageError(`--demo: ${(err as Error).message}`);
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `probegate-demo-${scenario}-`));
-  fs.cpSync(source, dir, { recursive: true });
+  const staleRemoved = removeStaleDemoDirs();
+  const demoDir = createDemoDir(scenario, source);
+  const dir = demoDir.path;
   return {
+    demoDir,
+    staleRemoved,
     env: { ...process.env, PATH: `${demoBinDir()}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir },
     procfs: path.join(dir, "proc"),
     sysfs: path.join(dir, "sys"),
@@ -57,6 +61,7 @@ async function hostView(cfg: Config): Promise<HostView> {
 /** Builds and starts the check engine (sources, plugins, scheduler) for this configuration. */
 export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics): Promise<RunningChecks> {
   const host = await hostView(cfg);
+  if (host.staleRemoved?.length) logger.info({ dirs: host.staleRemoved }, "removed demo directories left by gateways that are gone");
   let catalog: SourceCatalog;
   try {
     catalog = await SourceCatalog.create({
@@ -69,6 +74,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       metrics,
     });
   } catch (err) {
+    host.demoDir?.remove();
     if (err instanceof SourcesFileError) throw new UsageError(`--sources: ${err.message}`);
     throw err;
   }
@@ -94,6 +100,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     stop: async () => {
       catalog.stop();
       await engine.stop();
+      host.demoDir?.remove();
     },
     describe: {
       pluginsDirs,

@@ -3,9 +3,11 @@ import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { pino } from "pino";
-import { buildCheckInput } from "../engine/check-input.js";
-import { SourceCatalog, type SourceResult } from "../engine/sources/index.js";
-import { inspectPlugin, runPluginOnce, type InspectResult } from "../runtime/inspect.js";
+import { SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
+import { FAULT_KINDS } from "../engine/sources/replay.js";
+import { parseDuration } from "../engine/sources/units.js";
+import type { CaseSpec } from "../plugin-test/plugin-under-test.js";
+import { inspectPlugin, type InspectResult } from "../runtime/inspect.js";
 import { sha256Hex } from "../runtime/loader.js";
 import { DEFAULTS, type PluginManifest } from "../runtime/types.js";
 
@@ -16,13 +18,11 @@ export interface PluginCommandIo {
 }
 
 const EXIT = { ok: 0, fail: 1, error: 2 } as const;
-/** Same bound the catalog puts on a command's output. */
-const SOURCE_FILE_CAP = 1024 * 1024;
 
 const USAGE = `usage: probegate plugin <command> [options]
 
 commands:
-  new NAME [--dir DIR]          scaffold a new AssemblyScript check plugin (default dir ./plugins)
+  new NAME [--dir DIR]          create a standalone plugin project in DIR/NAME (default DIR: .)
   test PLUGIN.wasm [options]    run a plugin once against saved source outputs
   inspect PLUGIN.wasm [--json]  show manifest, imports, exports, and whether the gateway accepts it
 
@@ -32,26 +32,42 @@ Run "probegate plugin <command> --help" for a command's options.
 const HELP: Record<string, string> = {
   new: `usage: probegate plugin new NAME [--dir DIR]
 
-Creates an AssemblyScript plugin project named NAME under DIR (default ./plugins).
-NAME: lowercase letters, digits and dashes.
+Creates a standalone AssemblyScript plugin project in DIR/NAME (default DIR: the
+current directory): package.json (AssemblyScript pinned, the plugin SDK packed by
+this installation in vendor/), asconfig.json, assembly/index.ts, fixtures/ with a
+passing and a failing case, and a README. Then, in DIR/NAME:
+
+  npm install && npm run build && npm test
+
+NAME: lowercase letters, digits and inner dashes (it names the check and the .wasm).
 `,
   test: `usage: probegate plugin test PLUGIN.wasm [options]
+       probegate plugin test PLUGIN.wasm --fixtures PATH... [--sources FILE] [--timeout DURATION]
 
-Runs PLUGIN.wasm once in the gateway's sandbox against saved outputs and prints its verdict.
+Runs PLUGIN.wasm in the gateway's own sandbox against saved source outputs, which
+reach it exactly as the gateway would hand them over (same error texts, caps and
+missing-fact failures). Its trace() lines are printed.
 
 options:
-  --source NAME=FILE       stdout of source NAME is the content of FILE (repeatable)
-  --source-exit NAME=CODE  exit status of source NAME (default 0; non-zero makes it not ok)
-  --fact KEY=VALUE         a fact passed to the plugin (repeatable), e.g. lnet.selfNid=10.1.0.4@tcp
-  --sources FILE           operator-defined sources (the gateway's --sources YAML), so their names are known
-  --config FILE            the plugin's configuration (NAME.yaml or NAME.json), validated as the gateway does;
-                           without it the plugin gets its declared defaults
-  --mode node|controller   the gateway mode to simulate (default node)
-  --timeout MS             per-call deadline (default ${DEFAULTS.timeoutMs})
-  --json                   print the result as JSON
+  --fixtures PATH            fixture files (*.yaml) or directories of them (repeatable); prints one
+                             line per case and "N passed, N failed" (format: plugins/README.md)
+  --source NAME=FILE         stdout of source NAME is the content of FILE (repeatable)
+  --source-stderr NAME=FILE  stderr of command source NAME is the content of FILE
+  --source-exit NAME=CODE    exit status of command source NAME (default 0; non-zero makes it not ok)
+  --source-fault NAME=KIND   source NAME failed: timeout | not-found | truncated (the given output
+                             is what was read before the deadline or the cap)
+  --fact KEY=VALUE           a fact passed to the plugin (repeatable), e.g. lnet.selfNid=10.1.0.4@tcp
+  --sources FILE             operator-defined sources (the gateway's --sources YAML), so their names are known
+  --config FILE              the plugin's configuration (NAME.yaml or NAME.json), validated as the gateway does;
+                             without it the plugin gets its declared defaults (with --fixtures: the default
+                             for cases that have no config: key)
+  --mode node|controller     the gateway mode to simulate (default node)
+  --timeout DURATION         per-call deadline, e.g. 500ms or 2s; a bare number is milliseconds (default ${DEFAULTS.timeoutMs}ms)
+  --json                     print the input, the outcome and the traces as JSON
 
 Sources the plugin lists but no --source gives are reported to it as failed reads.
 exit status: 0 pass or warn, 1 fail, 2 error (refused or faulting plugin, bad arguments, missing file)
+with --fixtures: 0 every case passed, 1 a case did not match, 2 an error (refused plugin, bad fixture)
 `,
   inspect: `usage: probegate plugin inspect PLUGIN.wasm [--config FILE] [--sources FILE] [--json]
 
@@ -132,8 +148,10 @@ async function cmdNew(args: string[], io: PluginCommandIo): Promise<number> {
   const name = onePositional(positionals, "plugin NAME");
   const { scaffoldPlugin } = await import("./plugin-new.js");
   try {
-    const files = await scaffoldPlugin(name, { dir: resolve(io.cwd, values.dir ?? "plugins") });
+    const dir = resolve(io.cwd, values.dir ?? ".");
+    const files = await scaffoldPlugin(name, { dir });
     for (const f of files) io.stdout.write(`created ${f}\n`);
+    io.stdout.write(`\nnext:\n  cd ${join(dir, name)}\n  npm install && npm run build && npm test\n`);
     return EXIT.ok;
   } catch (err) {
     io.stderr.write(`probegate plugin new: ${(err as Error).message}\n`);
@@ -163,108 +181,196 @@ async function catalogWith(sourcesFile: string | undefined, io: PluginCommandIo)
   }
 }
 
-async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, {
+type TestFlags = ReturnType<typeof parseTestFlags>["values"];
+
+function parseTestFlags(args: string[]) {
+  return parse(args, {
+    fixtures: { type: "string", multiple: true },
     source: { type: "string", multiple: true },
     "source-exit": { type: "string", multiple: true },
+    "source-stderr": { type: "string", multiple: true },
+    "source-fault": { type: "string", multiple: true },
     fact: { type: "string", multiple: true },
     sources: { type: "string" },
+    config: { type: "string" },
     mode: { type: "string" },
     timeout: { type: "string" },
-    config: { type: "string" },
     json: { type: "boolean" },
   });
+}
+
+async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
+  const { values, positionals } = parseTestFlags(args);
   if (values.help) {
     io.stdout.write(HELP.test!);
     return EXIT.ok;
   }
-  const file = onePositional(positionals, "PLUGIN.wasm");
+  // `--fixtures a.yaml b.yaml dir/`: paths after the plugin are fixtures too.
+  const fixtures = values.fixtures ? [...values.fixtures, ...positionals.slice(1)] : [];
+  const file = onePositional(fixtures.length > 0 ? positionals.slice(0, 1) : positionals, "PLUGIN.wasm");
+  const timeoutMs = parseTimeout(values.timeout);
+  if (fixtures.length > 0) {
+    const clash = (["source", "source-exit", "source-stderr", "source-fault", "fact", "mode", "json"] as const).find((f) => values[f] !== undefined);
+    if (clash) throw new UsageError(`--${clash} cannot be combined with --fixtures (a fixture file says it per case)`);
+  }
   const mode = values.mode ?? "node";
   if (mode !== "node" && mode !== "controller") throw new UsageError(`--mode must be node or controller, got ${JSON.stringify(mode)}`);
-  const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
-  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError("--timeout expects a positive number of milliseconds");
-
   const catalog = await catalogWith(values.sources, io);
-  const kinds = new Map(catalog.describe().map((d) => [d.name, d.kind]));
-  const exits = new Map<string, number>();
-  for (const [name, code] of keyValues(values["source-exit"], "--source-exit")) {
-    if (!kinds.has(name)) throw new UsageError(`unknown source ${name} in --source-exit`);
-    if (!/^-?\d+$/.test(code)) throw new UsageError(`--source-exit ${name} expects an integer exit code`);
-    exits.set(name, Number(code));
-  }
-  const outputs = new Map<string, string>();
-  for (const [name, path] of keyValues(values.source, "--source")) {
-    if (!kinds.has(name)) throw new UsageError(`unknown source ${name} (known: ${[...kinds.keys()].join(", ")})`);
-    try {
-      outputs.set(name, await readFile(resolve(io.cwd, path), "utf8"));
-    } catch (err) {
-      io.stderr.write(`probegate plugin test: cannot read --source ${name}=${path}: ${(err as Error).message}\n`);
-      return EXIT.error;
-    }
-  }
+  const configFile = values.config;
+  if (fixtures.length > 0) return testFixtures(file, fixtures, catalog, timeoutMs, configFile, io);
+  const saved = await savedFromFlags(values, catalog, io);
+  if (!saved) return EXIT.error;
   const facts = Object.fromEntries(keyValues(values.fact, "--fact"));
+  return testOnce(file, { mode, facts, sources: saved }, values.json === true, catalog, timeoutMs, configFile, io);
+}
 
+/**
+ * The plugin as the gateway would load it, or null (refusal or bad --config
+ * reported). --config FILE is validated against the plugin's declaration like
+ * the gateway's NAME.yaml and becomes its configuration.
+ */
+async function loadForTest(file: string, catalog: SourceCatalog, timeoutMs: number | undefined, configFile: string | undefined, io: PluginCommandIo) {
   const bytes = await readPluginFile(file, io);
-  if (!bytes) return EXIT.error;
-  // The manifest decides which sources the input carries, so inspect first
-  // (same validation the gateway does), then build the input and run.
-  const info = await inspectPlugin(bytes, { file, timeoutMs, isKnownSource: (n) => catalog.has(n) });
-  if (!info.accepted || !info.manifest) {
-    io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${info.refusal?.reason}: ${info.refusal?.message}\n`);
-    return EXIT.error;
+  if (!bytes) return null;
+  const { PluginUnderTest } = await import("../plugin-test/plugin-under-test.js");
+  const loaded = await PluginUnderTest.load(bytes, file, catalog, timeoutMs);
+  if (!loaded.plugin) {
+    io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${loaded.refusal?.reason}: ${loaded.refusal?.message}\n`);
+    return null;
   }
-  const manifest = info.manifest;
-  if (!manifest.modes.includes(mode)) {
-    io.stderr.write(`note: ${manifest.name} declares modes ${manifest.modes.join(",")}; the gateway would not run it in --mode ${mode}\n`);
-  }
-  const now = Date.now();
-  const sources: Array<[string, SourceResult]> = manifest.sources.map((name) => {
-    const stdout = outputs.get(name);
-    if (stdout === undefined) {
-      io.stderr.write(`note: no --source ${name}=FILE given; the plugin sees a failed read\n`);
-      return [name, { ok: false, exitCode: null, stdout: "", stderr: "", error: `no saved output for ${name}`, truncated: false, fetchedAtMs: now }];
+  if (configFile !== undefined) {
+    const config = await resolveConfig(configFile, undefined, file, loaded.plugin.manifest, io);
+    if (!config.ok) {
+      io.stderr.write(`probegate plugin test: ConfigInvalid: ${config.message}\n`);
+      await loaded.plugin.close();
+      return null;
     }
-    const isFile = kinds.get(name) === "file";
-    const exitCode = isFile ? null : (exits.get(name) ?? 0);
-    const truncated = Buffer.byteLength(stdout) > SOURCE_FILE_CAP;
-    return [name, {
-      ok: exitCode === null || exitCode === 0,
-      exitCode,
-      stdout: truncated ? Buffer.from(stdout).subarray(0, SOURCE_FILE_CAP).toString("utf8") : stdout,
-      stderr: "",
-      error: exitCode !== null && exitCode !== 0 ? `exit status ${exitCode}` : null,
-      truncated,
-      fetchedAtMs: now,
-    }];
-  });
-  for (const name of outputs.keys()) {
-    if (!manifest.sources.includes(name)) io.stderr.write(`note: ${manifest.name} does not read source ${name}; ignored\n`);
+    loaded.plugin.defaultConfig = config.value ?? {};
   }
-  const config = await resolveConfig(values.config, undefined, file, manifest, io);
-  if (!config.ok) {
-    io.stderr.write(`probegate plugin test: ConfigInvalid: ${config.message}\n`);
-    return EXIT.error;
+  return loaded.plugin;
+}
+
+async function testFixtures(
+  file: string,
+  paths: string[],
+  catalog: SourceCatalog,
+  timeoutMs: number | undefined,
+  configFile: string | undefined,
+  io: PluginCommandIo,
+): Promise<number> {
+  const { collectFixtureFiles, FixtureError } = await import("../plugin-test/fixture-file.js");
+  let files: string[];
+  try {
+    files = await collectFixtureFiles(paths, io.cwd);
+  } catch (err) {
+    if (err instanceof FixtureError) throw new UsageError(`--fixtures ${err.message}`);
+    throw err;
   }
-  const input = buildCheckInput(mode, sources, facts, now, config.value);
-  const run = await runPluginOnce(bytes, input, { file, timeoutMs, isKnownSource: (n) => catalog.has(n) });
-  if (!run.accepted) {
-    io.stderr.write(`probegate plugin test: refused: ${run.refusal.reason}: ${run.refusal.message}\n`);
-    return EXIT.error;
+  const put = await loadForTest(file, catalog, timeoutMs, configFile, io);
+  if (!put) return EXIT.error;
+  try {
+    const { runFixtureFiles } = await import("../plugin-test/fixture-run.js");
+    const m = put.manifest;
+    io.stdout.write(`${m.name} ${m.version}: ${files.length} case${files.length === 1 ? "" : "s"}\n`);
+    const sum = await runFixtureFiles(put, files, io.cwd, io.stdout);
+    return sum.errors > 0 ? EXIT.error : sum.failed > 0 ? EXIT.fail : EXIT.ok;
+  } finally {
+    await put.close();
   }
-  const o = run.outcome;
-  const code = o.kind === "fault" ? EXIT.error : o.output.status === "fail" ? EXIT.fail : EXIT.ok;
-  if (values.json) {
-    io.stdout.write(`${JSON.stringify({ plugin: { ...manifest, sha256: run.sha256, file }, input: JSON.parse(input), outcome: o }, null, 2)}\n`);
+}
+
+/** --source, --source-stderr, --source-exit and --source-fault as saved outputs; null when a file cannot be read (reported). */
+async function savedFromFlags(values: TestFlags, catalog: SourceCatalog, io: PluginCommandIo): Promise<Map<string, SavedOutput> | null> {
+  const saved = new Map<string, SavedOutput>();
+  const entry = (name: string, flag: string): SavedOutput => {
+    if (!catalog.has(name)) throw new UsageError(`unknown source ${name} in ${flag} (known: ${catalog.names().join(", ")})`);
+    let e = saved.get(name);
+    if (!e) saved.set(name, (e = { stdout: "" }));
+    return e;
+  };
+  const readArg = async (flag: string, name: string, path: string): Promise<string | null> => {
+    try {
+      return await readFile(resolve(io.cwd, path), "utf8");
+    } catch (err) {
+      io.stderr.write(`probegate plugin test: cannot read ${flag} ${name}=${path}: ${(err as Error).message}\n`);
+      return null;
+    }
+  };
+  for (const [name, path] of keyValues(values.source, "--source")) {
+    const e = entry(name, "--source");
+    const text = await readArg("--source", name, path);
+    if (text === null) return null;
+    e.stdout = text;
+  }
+  for (const [name, path] of keyValues(values["source-stderr"], "--source-stderr")) {
+    const e = entry(name, "--source-stderr");
+    const text = await readArg("--source-stderr", name, path);
+    if (text === null) return null;
+    e.stderr = text;
+  }
+  for (const [name, code] of keyValues(values["source-exit"], "--source-exit")) {
+    const e = entry(name, "--source-exit");
+    if (!/^-?\d+$/.test(code)) throw new UsageError(`--source-exit ${name} expects an integer exit code`);
+    e.exitCode = Number(code);
+  }
+  for (const [name, kind] of keyValues(values["source-fault"], "--source-fault")) {
+    const e = entry(name, "--source-fault");
+    if (!(FAULT_KINDS as readonly string[]).includes(kind)) {
+      throw new UsageError(`--source-fault ${name} expects one of ${FAULT_KINDS.join(", ")}, got ${JSON.stringify(kind)}`);
+    }
+    e.fault = kind as SavedOutput["fault"];
+  }
+  return saved;
+}
+
+async function testOnce(
+  file: string,
+  c: CaseSpec,
+  json: boolean,
+  catalog: SourceCatalog,
+  timeoutMs: number | undefined,
+  configFile: string | undefined,
+  io: PluginCommandIo,
+): Promise<number> {
+  const put = await loadForTest(file, catalog, timeoutMs, configFile, io);
+  if (!put) return EXIT.error;
+  try {
+    const manifest = put.manifest;
+    if (!manifest.modes.includes(c.mode)) {
+      io.stderr.write(`note: ${manifest.name} declares modes ${manifest.modes.join(",")}; the gateway would not run it in --mode ${c.mode}\n`);
+    }
+    // Run even outside the declared modes: an author may want to see what it would say.
+    const r = await put.run(c, { anyMode: true });
+    if (!r.ok) throw new UsageError(r.problem);
+    for (const n of r.notes) io.stderr.write(`note: ${n.replace(/^no saved output for (\S+);/, "no --source $1=FILE given;")}\n`);
+    const o = r.outcome;
+    const code = o.kind === "fault" ? EXIT.error : o.output.status === "fail" ? EXIT.fail : EXIT.ok;
+    if (json) {
+      io.stdout.write(`${JSON.stringify({ plugin: { ...manifest, sha256: put.sha256, file }, input: JSON.parse(r.input), outcome: o, traces: r.traces }, null, 2)}\n`);
+      return code;
+    }
+    io.stdout.write(`${manifest.name} ${manifest.version} (${manifest.probe}, ${manifest.severity})\n`);
+    for (const t of r.traces) io.stdout.write(`trace: ${t}\n`);
+    if (o.kind === "fault") {
+      io.stdout.write(`fault: ${o.reason}: ${o.message}\n`);
+    } else {
+      io.stdout.write(`${o.output.status}: ${o.output.reason}: ${o.output.message}\n`);
+      for (const [k, v] of Object.entries(o.output.facts)) io.stdout.write(`fact ${k}=${v}\n`);
+    }
     return code;
+  } finally {
+    await put.close();
   }
-  io.stdout.write(`${manifest.name} ${manifest.version} (${manifest.probe}, ${manifest.severity})\n`);
-  if (o.kind === "fault") {
-    io.stdout.write(`fault: ${o.reason}: ${o.message}\n`);
-  } else {
-    io.stdout.write(`${o.output.status}: ${o.output.reason}: ${o.output.message}\n`);
-    for (const [k, v] of Object.entries(o.output.facts)) io.stdout.write(`fact ${k}=${v}\n`);
+}
+
+/** A duration like every other flag ("500ms", "2s"); a bare integer is still read as milliseconds. */
+function parseTimeout(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = /^\d+$/.test(text.trim()) ? Number(text) : parseDuration(text);
+  if (ms === null || !Number.isSafeInteger(ms) || ms <= 0) {
+    throw new UsageError(`--timeout expects a duration such as 500ms or 2s (or a number of milliseconds), got ${JSON.stringify(text)}`);
   }
-  return code;
+  return ms;
 }
 
 async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> {

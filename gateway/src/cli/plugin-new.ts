@@ -1,26 +1,36 @@
-// `probegate plugin new NAME`: writes a plugin skeleton that builds with
-// `npm run plugins:build` (build.mjs discovers every plugins/<name>/index.ts).
-import { existsSync } from "node:fs";
-import { mkdir, readdir, writeFile } from "node:fs/promises";
-import { dirname, join, relative, resolve, sep } from "node:path";
+// `probegate plugin new NAME`: writes a standalone plugin project that builds
+// and tests on its own (`npm install && npm run build && npm test`), in any
+// directory. Until @probegate/plugin-sdk is published, the project gets a copy
+// of the SDK packed by this probegate installation (vendor/*.tgz), so it needs
+// nothing but the npm registry (for AssemblyScript) and no path back to here.
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { copyFile, mkdir, readdir, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Plugin names per plugins/ABI.md (also the file name of the built .wasm). */
 export const PLUGIN_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-/** Directory names build.mjs does not treat as plugins. */
+/** Directory names the in-repo plugins/ tree reserves. */
 const RESERVED = new Set(["sdk", "test", "fixtures", "node_modules"]);
 const DEFAULT_SOURCE = "proc.modules";
 
 export interface ScaffoldOptions {
-  /** Parent directory; the plugin goes to `<dir>/<name>/`. Use the repo's `plugins/` to build it with the others. */
+  /** Parent directory; the project goes to `<dir>/<name>/`. */
   dir: string;
-  /** Directory of the AssemblyScript SDK; found automatically when omitted. */
-  sdkDir?: string;
-  /** Catalog or operator-defined source the skeleton reads (default `proc.modules`). */
+  /** The packed SDK (`npm pack` output); default: the one this installation built (dist/sdk/). */
+  sdkTarball?: string;
+  /** Catalog or operator-defined source the skeleton reads (default `proc.modules`, a file source). */
   source?: string;
 }
 
-/** Creates the skeleton and returns the paths written (absolute). */
+export interface PackedSdk {
+  tarball: string;
+  name: string;
+  version: string;
+  assemblyscript: string;
+}
+
+/** Creates the project and returns the paths written (absolute). */
 export async function scaffoldPlugin(name: string, opts: ScaffoldOptions): Promise<string[]> {
   if (typeof name !== "string" || !PLUGIN_NAME_RE.test(name)) {
     throw new Error(
@@ -31,51 +41,93 @@ export async function scaffoldPlugin(name: string, opts: ScaffoldOptions): Promi
   const source = opts.source ?? DEFAULT_SOURCE;
   if (!/^[a-z][a-z0-9_.-]{0,62}$/.test(source)) throw new Error(`invalid source name ${JSON.stringify(source)}`);
 
-  const parent = resolve(opts.dir);
-  const target = join(parent, name);
+  const target = join(resolve(opts.dir), name);
   if (existsSync(target) && (await readdir(target)).length > 0) {
     throw new Error(`${target} already exists and is not empty; refusing to overwrite it`);
   }
-  const sdkDir = opts.sdkDir ? resolve(opts.sdkDir) : findSdk(parent);
-  if (!sdkDir) {
-    throw new Error(`cannot find the plugin SDK (plugins/sdk/index.ts); pass sdkDir`);
-  }
-  let sdkImport = relative(target, sdkDir).split(sep).join("/");
-  if (!sdkImport.startsWith(".")) sdkImport = `./${sdkImport}`;
+  const sdk = opts.sdkTarball ? describeTarball(resolve(opts.sdkTarball)) : findPackedSdk();
+  const vendored = `vendor/${basename(sdk.tarball)}`;
 
   const files: Array<[string, string]> = [
-    ["index.ts", indexTemplate(name, source, sdkImport)],
-    [join("fixtures", "pass.txt"), "first line\nsecond line\n"],
-    [join("fixtures", "fail.txt"), "only line\n"],
-    ["README.md", readmeTemplate(name, source)],
+    ["package.json", packageJson(name, sdk, vendored)],
+    ["asconfig.json", `${JSON.stringify({ extends: `./node_modules/${sdk.name}/asconfig.json`, options: {} }, null, 2)}\n`],
+    [join("assembly", "index.ts"), indexTemplate(name, source, sdk.name)],
+    [join("assembly", "tsconfig.json"), `${JSON.stringify({ extends: "assemblyscript/std/assembly.json", include: ["./**/*.ts"] }, null, 2)}\n`],
+    [join("fixtures", "two-lines.yaml"), passFixture(source)],
+    [join("fixtures", "one-line.yaml"), failFixture(source)],
+    [".gitignore", "node_modules/\nbuild/\n"],
+    ["README.md", readmeTemplate(name, source, sdk, vendored)],
   ];
-  await mkdir(join(target, "fixtures"), { recursive: true });
   const written: string[] = [];
   for (const [rel, text] of files) {
     const path = join(target, rel);
+    await mkdir(dirname(path), { recursive: true });
     await writeFile(path, text, { flag: "wx" });
     written.push(path);
   }
+  const vendorPath = join(target, vendored);
+  await mkdir(dirname(vendorPath), { recursive: true });
+  await copyFile(sdk.tarball, vendorPath);
+  written.push(vendorPath);
   return written;
 }
 
-/** `<dir>/sdk` when scaffolding into plugins/, else the SDK of the repo this file belongs to. */
-function findSdk(parent: string): string | null {
-  if (existsSync(join(parent, "sdk", "index.ts"))) return join(parent, "sdk");
+/** The SDK packed by `npm run build` of the probegate tree this file belongs to. */
+export function findPackedSdk(): PackedSdk {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 8; i++) {
-    const candidate = join(dir, "plugins", "sdk");
-    if (existsSync(join(candidate, "index.ts"))) return candidate;
+    const pkg = join(dir, "package.json");
+    if (existsSync(pkg) && JSON.parse(readFileSync(pkg, "utf8")).name === "probegate") {
+      const out = join(dir, "dist", "sdk");
+      const tgz = existsSync(out) ? readdirSync(out).filter((f) => f.endsWith(".tgz")) : [];
+      if (tgz.length !== 1) {
+        throw new Error(`the packed plugin SDK is missing from ${out}; run \`npm run build\` (or \`npm run sdk:pack\`) in ${dir}`);
+      }
+      return describeTarball(join(out, tgz[0]!));
+    }
     const up = dirname(dir);
     if (up === dir) break;
     dir = up;
   }
-  return null;
+  throw new Error("cannot find the probegate installation this command runs from (no package.json named probegate above it)");
+}
+
+/** Name, version and compiler pin from the package.json staged beside the tarball (pack-sdk.mjs leaves it there). */
+function describeTarball(tarball: string): PackedSdk {
+  if (!existsSync(tarball)) throw new Error(`no packed SDK at ${tarball}`);
+  const staged = join(dirname(tarball), "package", "package.json");
+  if (!existsSync(staged)) throw new Error(`${staged} is missing; re-run \`npm run sdk:pack\``);
+  const pkg = JSON.parse(readFileSync(staged, "utf8")) as { name: string; version: string; peerDependencies?: Record<string, string> };
+  const as = pkg.peerDependencies?.assemblyscript;
+  if (!as) throw new Error(`${staged} declares no assemblyscript peer dependency`);
+  return { tarball, name: pkg.name, version: pkg.version, assemblyscript: as };
+}
+
+function packageJson(name: string, sdk: PackedSdk, vendored: string): string {
+  return `${JSON.stringify(
+    {
+      name,
+      version: "0.1.0",
+      private: true,
+      description: `probegate check plugin ${name}`,
+      type: "module",
+      scripts: {
+        build: `probegate-plugin build assembly/index.ts --out build/${name}.wasm`,
+        test: `probegate-plugin test build/${name}.wasm --fixtures fixtures`,
+      },
+      devDependencies: {
+        [sdk.name]: `file:${vendored}`,
+        assemblyscript: sdk.assemblyscript,
+      },
+    },
+    null,
+    2,
+  )}\n`;
 }
 
 function indexTemplate(name: string, source: string, sdk: string): string {
   return `// ${name}: TODO say what this check proves and why it matters.
-import { Manifest, Opened, Result, checkSource, parseError, splitLines } from "${sdk}";
+import { Manifest, Opened, Result, checkSource, log, parseError, splitLines } from "${sdk}";
 
 const SOURCE = "${source}";
 // TODO replace this rule: the source must print at least MIN_LINES non-empty lines.
@@ -98,6 +150,8 @@ function evaluate(o: Opened): Result {
   let count = 0;
   const lines = splitLines(o.text);
   for (let i = 0; i < lines.length; i++) if (lines[i].trim().length > 0) count++;
+  // Shown by \`npm test\` when a case fails, and in the gateway log at --log-level debug.
+  log(SOURCE + ": " + count.toString() + " non-empty line(s)");
   if (count == 0) return parseError(o.source, "no content");
   if (count < MIN_LINES) {
     return Result.fail("TooFewLines", SOURCE + " printed " + count.toString() + " line(s); need " + MIN_LINES.toString());
@@ -107,21 +161,96 @@ function evaluate(o: Opened): Result {
 `;
 }
 
-function readmeTemplate(name: string, source: string): string {
+function passFixture(source: string): string {
+  return `# A saved output the check must accept. Format: README.md, "Fixtures".
+name: two lines pass
+sources:
+  ${source}:
+    stdout: |
+      first line
+      second line
+expect:
+  status: pass
+  reason: Ok
+  message: "2 line(s)"
+`;
+}
+
+function failFixture(source: string): string {
+  return `# A saved output the check must reject, and why.
+name: one line fails
+sources:
+  ${source}:
+    stdout: |
+      only line
+expect:
+  status: fail
+  reason: TooFewLines
+  message: "need 2"
+`;
+}
+
+function readmeTemplate(name: string, source: string, sdk: PackedSdk, vendored: string): string {
   return `# ${name}
 
-TODO: what this check verifies, its reasons (\`Ok\`, \`TooFewLines\`, \`ParseError\`,
-\`SourceFailed\`, …) and any facts it emits. See plugins/README.md.
+A probegate check plugin. TODO: what it verifies, its reasons (\`Ok\`,
+\`TooFewLines\`, and the SDK's \`BadInput\`, \`SourceMissing\`, \`SourceFailed\`,
+\`ParseError\`) and any facts it emits.
 
-Build (from the repository root; builds every plugin directory):
+## The loop
 
-    npm run plugins:build        # -> dist/plugins/${name}.wasm
+    npm install        # AssemblyScript ${sdk.assemblyscript} from the registry, the SDK from ${vendored}
+    npm run build      # -> build/${name}.wasm (compiler options, ABI checks and warnings from the SDK)
+    npm test           # every fixtures/*.yaml through the gateway's own sandbox; exit 0/1/2
 
-Try it against the fixtures (exit 0 pass, 1 fail, 2 error):
+Edit \`assembly/index.ts\`, add a fixture for every case that matters (a
+saved output from a real node is best), and repeat. A failing case prints
+expected and actual side by side, with the plugin's \`log()\` lines.
 
-    probegate plugin test dist/plugins/${name}.wasm --source ${source}=plugins/${name}/fixtures/pass.txt
-    probegate plugin test dist/plugins/${name}.wasm --source ${source}=plugins/${name}/fixtures/fail.txt
+One case by hand, with its traces (\`npx probegate-plugin test --help\` lists the flags):
 
-Deploy: copy the .wasm into the gateway's \`--plugins-dir\`; it is picked up without a restart.
+    npx probegate-plugin test build/${name}.wasm --source ${source}=saved-output.txt
+    npx probegate-plugin test build/${name}.wasm --source-fault ${source}=not-found
+
+## Fixtures
+
+One case per file in \`fixtures/\`:
+
+\`\`\`yaml
+name: one NI down                  # optional, default: the file name
+mode: node                         # optional
+facts: {lnet.selfNid: 10.0.0.10@tcp}
+sources:
+  ${source}:
+    stdout: |                      # or stdoutFile: a path relative to this file
+      ...
+    stderr: ""                     # optional (commands only); or stderrFile
+    exitCode: 0                    # optional (commands only), default 0
+    fault: not-found               # optional: timeout | not-found | truncated
+expect:
+  status: fail                     # pass | warn | fail
+  reason: TooFewLines              # optional
+  message: "need 2"                # optional, a substring
+  facts: {}                        # optional, a subset
+\`\`\`
+
+## Deploy
+
+Copy \`build/${name}.wasm\` into the gateway's \`--plugins-dir\` (on Kubernetes:
+add it to the plugins ConfigMap); it is loaded within seconds, without a
+restart, and listed by \`curl -s 'localhost:29763/readyz?verbose'\`. A source
+that is not built in must be declared to the gateway with \`--sources FILE\`
+(and passed to \`probegate-plugin test\` with the same flag).
+
+## The SDK
+
+\`${sdk.name}\` ${sdk.version} (its major version is the plugin ABI) comes from
+\`${vendored}\`, packed by the probegate installation that created this
+project. Once the SDK is published, change this one line in \`package.json\`:
+
+    "${sdk.name}": "file:${vendored}"   ->   "${sdk.name}": "^${sdk.version}"
+
+and delete \`vendor/\`. Its README (\`node_modules/${sdk.name}/README.md\`)
+documents the API and the reason-code conventions.
 `;
 }

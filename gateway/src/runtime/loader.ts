@@ -92,7 +92,7 @@ export async function loadPlugin(bytes: Uint8Array, file: string, opts: LoadOpti
   if (!compiled.ok) return compiled;
   const { module, sha256 } = compiled;
   const key = `${file}#${sha256.slice(0, 12)}#${++keySeq}`;
-  opts.sandbox.register(key, module);
+  opts.sandbox.register(key, module, file);
   const r = await opts.sandbox.call(key, "manifest", undefined, opts.timeoutMs);
   const refuse = (reason: RefusalReason, message: string): LoadResult => {
     opts.sandbox.unregister(key);

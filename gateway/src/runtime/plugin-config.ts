@@ -31,32 +31,46 @@ export function parsePluginConfig(text: string, file: string, plugin: string, de
     return { ok: false, message: `${file}:${lc.linePos(e.pos[0]).line}: YAML syntax: ${e.message.split("\n")[0]}` };
   }
   const raw: unknown = doc.toJS() ?? {};
+  const lineOf = (key: string): string => {
+    const pair = (doc.contents as { items?: Array<{ key?: { value?: unknown; range?: [number, number, number] } }> } | null)?.items?.find(
+      (p) => p.key?.value === key,
+    );
+    const range = pair?.key?.range;
+    return range ? `:${lc.linePos(range[0]).line}` : "";
+  };
+  return checkPluginConfig(raw, file, plugin, decl, lineOf);
+}
+
+/**
+ * Validates an already parsed configuration (a file's, or a fixture case's
+ * `config:`) against the declaration. `where` starts each message; `lineOf`
+ * may add `:LINE` for a key.
+ */
+export function checkPluginConfig(
+  raw: unknown,
+  where: string,
+  plugin: string,
+  decl: ConfigDecl | undefined,
+  lineOf: (key: string) => string = () => "",
+): ConfigResult {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    return { ok: false, message: `${file}: expected a map of key: value` };
+    return { ok: false, message: `${where}: expected a map of key: value` };
   }
   const keys = Object.keys(raw);
   if (!decl || Object.keys(decl).length === 0) {
     if (keys.length === 0) return { ok: true, value: {} };
-    return { ok: false, message: `${file}: plugin ${plugin} declares no configuration keys (its manifest has no config); remove the file` };
+    return { ok: false, message: `${where}: plugin ${plugin} declares no configuration keys (its manifest has no config); remove it` };
   }
   const known = Object.keys(decl);
-  const lineOf = (key: string): string => {
-    const node = doc.getIn([key], true) as { range?: [number, number, number] } | undefined;
-    const pair = (doc.contents as { items?: Array<{ key?: { value?: unknown; range?: [number, number, number] } }> } | null)?.items?.find(
-      (p) => p.key?.value === key,
-    );
-    const range = pair?.key?.range ?? node?.range;
-    return range ? `:${lc.linePos(range[0]).line}` : "";
-  };
   const problems: string[] = [];
   for (const k of keys) {
     const d = decl[k];
     if (!d) {
-      problems.push(`${file}${lineOf(k)}: unknown key "${k}" (known keys: ${known.join(", ")})`);
+      problems.push(`${where}${lineOf(k)}: unknown key "${k}" (known keys: ${known.join(", ")})`);
       continue;
     }
     const problem = valueProblem(d, (raw as ConfigValue)[k]);
-    if (problem) problems.push(`${file}${lineOf(k)}: ${k}: ${problem}`);
+    if (problem) problems.push(`${where}${lineOf(k)}: ${k}: ${problem}`);
   }
   if (problems.length > 0) return { ok: false, message: problems.slice(0, 5).join("; ") };
   return { ok: true, value: { ...configDefaults(decl), ...(raw as ConfigValue) } };

@@ -3,6 +3,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "../observability/logger.js";
 import type { WasmModule } from "./wasm-api.js";
 import { sandboxWorkerSource } from "./sandbox-worker.js";
+import { TraceLog } from "./trace-log.js";
 import { DEFAULTS, type CallResult, type FaultReason } from "./types.js";
 
 export interface SandboxOptions {
@@ -12,6 +13,11 @@ export interface SandboxOptions {
   /** The plugins' memory cap (--plugin-memory), named when a plugin runs into it. */
   memoryMiB?: number;
   logger?: Logger;
+  /**
+   * Receives each trace() line with the label the plugin was registered
+   * under. Default: the logger at debug, rate-limited per plugin (trace-log.ts).
+   */
+  onTrace?: (label: string, message: string) => void;
   /** V8 heap limits of the worker; wasm memories are capped separately (see wasm-binary.ts). */
   resourceLimits?: ResourceLimits;
 }
@@ -40,6 +46,8 @@ export class Sandbox {
   /** Set once the worker runs: a deadline must not include isolate start-up, which a loaded node can stretch. */
   private workerOnline = false;
   private readonly modules = new Map<string, WasmModule>();
+  private readonly labels = new Map<string, string>();
+  private readonly onTrace: ((label: string, message: string) => void) | undefined;
   private readonly queue: Job[] = [];
   private current: { job: Job; timer: NodeJS.Timeout; started: number } | null = null;
   private nextId = 1;
@@ -52,14 +60,22 @@ export class Sandbox {
   constructor(private readonly opts: SandboxOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULTS.timeoutMs;
     this.maxOutputBytes = opts.maxOutputBytes ?? DEFAULTS.maxOutputBytes;
+    if (opts.onTrace) this.onTrace = opts.onTrace;
+    else if (opts.logger) {
+      const log = new TraceLog(opts.logger);
+      this.onTrace = (label, message) => log.log(label, message);
+    }
   }
 
-  register(key: string, module: WasmModule): void {
+  /** `label` names the plugin in its trace lines (default: the key). */
+  register(key: string, module: WasmModule, label = key): void {
     this.modules.set(key, module);
+    this.labels.set(key, label);
     this.worker?.postMessage({ op: "register", key, module });
   }
 
   unregister(key: string): void {
+    this.labels.delete(key);
     if (!this.modules.delete(key)) return;
     this.worker?.postMessage({ op: "unregister", key });
   }
@@ -107,7 +123,7 @@ export class Sandbox {
     w.on("message", (msg: { type: string; id?: number; key?: string; message?: string; ok?: boolean; output?: string; reason?: FaultReason }) => {
       if (w !== this.worker) return;
       if (msg.type === "trace") {
-        this.opts.logger?.debug({ plugin: msg.key, trace: msg.message }, "plugin trace");
+        this.onTrace?.(this.labels.get(msg.key!) ?? msg.key!, msg.message ?? "");
         return;
       }
       const cur = this.current;

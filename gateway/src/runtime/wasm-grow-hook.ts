@@ -13,6 +13,7 @@
 // Instructions are decoded only far enough to find instruction boundaries;
 // a module using an encoding this decoder does not know (GC types,
 // try_table, …) is left as it is, and its traps stay plain PluginTrap.
+
 import { wasm } from "./wasm-api.js";
 
 export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";

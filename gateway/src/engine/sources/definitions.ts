@@ -24,8 +24,20 @@ export interface SourceDef {
   /** For describe(): the argv or path, with `{fact}` placeholders. */
   argv?: string[];
   path?: string;
+  /** How a real run reports its failures, so saved outputs can be replayed faithfully (replay.ts). */
+  replay: ReplayShape;
   prepare(facts: Readonly<Record<string, string>>): Prepared;
 }
+
+/**
+ * command: a process (exit status, stderr, deadline, output cap per stream);
+ * file: one read of `path` (no exit status, no stderr, no deadline);
+ * generated: output the gateway composes itself (operstate lines), which cannot fail by itself.
+ */
+export type ReplayShape =
+  | { kind: "command"; program: string; label: string; timeoutMs: number; maxOutputBytes: number }
+  | { kind: "file"; path: string; maxOutputBytes: number }
+  | { kind: "generated"; maxOutputBytes: number };
 
 export interface RunContext {
   env: NodeJS.ProcessEnv;
@@ -65,6 +77,13 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
     timeoutMs: spec.timeoutMs,
     params,
     argv: [...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
+    replay: {
+      kind: "command",
+      program: String(ctx.commandPrefix[0] ?? spec.argv[0]),
+      label: spec.label,
+      timeoutMs: spec.timeoutMs,
+      maxOutputBytes: spec.maxOutputBytes,
+    },
     prepare(facts) {
       const argv: string[] = [...ctx.commandPrefix];
       for (const a of spec.argv) {
@@ -99,6 +118,7 @@ export function fileSource(name: string, path: string, ttlMs: number, maxOutputB
     ttlMs,
     params: [],
     path,
+    replay: { kind: "file", path, maxOutputBytes },
     prepare: () => ({
       key: "",
       run: async () => {
@@ -114,7 +134,7 @@ function fileFailure(error: string, stdout: string): Produced {
   return { ok: false, exitCode: null, stdout, stderr: "", error, truncated: false, outcome: "error" };
 }
 
-function fileOutput(text: string, truncated: boolean, cap: number, what: string): Produced {
+export function fileOutput(text: string, truncated: boolean, cap: number, what: string): Produced {
   return truncated
     ? {
         ok: false,
@@ -153,6 +173,7 @@ export function operstateSource(
     ttlMs,
     params: [fact],
     path: join(netDir, "{IFACE}", "operstate"),
+    replay: { kind: "generated", maxOutputBytes },
     prepare(facts) {
       const raw = Object.hasOwn(facts, fact) ? facts[fact] : undefined;
       if (typeof raw !== "string") return { error: `fact ${fact} is not available` };
@@ -213,6 +234,8 @@ export function globFileSource(name: string, root: string, glob: string, ttlMs: 
     ttlMs,
     params: [],
     path: join(root, glob),
+    // Composed by the gateway from many files, like operstate: a saved output is replayed as given.
+    replay: { kind: "generated", maxOutputBytes },
     prepare: () => ({ key: "", run: () => readGlob(root, glob, maxOutputBytes, maxFiles) }),
   };
 }

@@ -24,6 +24,8 @@ import {
 
 export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
 export { SourcesFileError };
+export type { FaultKind, SavedOutput } from "./replay.js";
+import type { SavedOutput } from "./replay.js";
 
 /** What plugins see of a source: a command's result, stamped with when it was produced. */
 export interface SourceResult extends Omit<CommandResult, "outcome"> {
@@ -253,6 +255,24 @@ export class SourceCatalog {
       ttlMs: s.ttlMs,
       params: [...s.params],
     }));
+  }
+
+  /**
+   * What read() would have returned had the source printed `saved` (for
+   * `plugin test` and fixture files): a missing or invalid fact fails exactly
+   * as it does on a node, before anything runs. Returns a problem text when
+   * the saved output is impossible for this source (e.g. a file with stderr).
+   */
+  async replay(name: string, saved: SavedOutput, facts: Readonly<Record<string, string>>): Promise<SourceResult | { problem: string }> {
+    const def = this.sources.get(name);
+    if (!def) return { problem: `unknown source ${name}` };
+    const { replayOutput, replayProblem } = await import("./replay.js");
+    const problem = replayProblem(def.replay, saved);
+    if (problem) return { problem: `${name}: ${problem}` };
+    const prepared = def.prepare(facts ?? {});
+    if ("error" in prepared) return immediateFailure(prepared.error);
+    const { outcome: _outcome, ...rest } = replayOutput(def.replay, saved);
+    return Object.freeze({ ...rest, fetchedAtMs: Date.now() });
   }
 
   /**

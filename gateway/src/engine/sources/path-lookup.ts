@@ -29,7 +29,7 @@ export async function resolveProgram(program: string, envPath: string | undefine
   if (isAbsolute(program)) {
     return (await isExecutableFile(program))
       ? { ok: true, path: program }
-      : { ok: false, error: `ENOENT: ${program} not found or not executable` };
+      : { ok: false, error: notFoundError(program) };
   }
   if (program.length === 0 || program.includes("/")) {
     return { ok: false, error: `ENOENT: ${program} is neither a bare command name nor an absolute path` };
@@ -39,5 +39,10 @@ export async function resolveProgram(program: string, envPath: string | undefine
     const candidate = join(dir, program);
     if (await isExecutableFile(candidate)) return { ok: true, path: candidate };
   }
-  return { ok: false, error: `ENOENT: ${program} not found on PATH` };
+  return { ok: false, error: notFoundError(program) };
+}
+
+/** What a run of a program that is not installed reports (bare names; see resolveProgram). */
+export function notFoundError(program: string): string {
+  return isAbsolute(program) ? `ENOENT: ${program} not found or not executable` : `ENOENT: ${program} not found on PATH`;
 }

@@ -38,6 +38,9 @@ export async function readCapped(path: string, maxBytes: number): Promise<FileRe
   }
 }
 
+/** What reading a file that does not exist reports. */
+export const missingFileError = (path: string): string => `ENOENT: ${path} does not exist`;
+
 function fileError(err: unknown, path: string): FileRead {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EIO";
   const reason =

@@ -70,6 +70,12 @@ export function decodeUtf8(buf: Buffer, cut: boolean): string {
   return new TextDecoder("utf-8", { fatal: false }).decode(buf, { stream: cut });
 }
 
+// The error texts plugins match on. Exported so a replayed source
+// (`plugin test`, fixture files) reports exactly what a real run would.
+export const timeoutError = (label: string, ms: number): string => `ETIMEDOUT: ${label} timed out after ${ms} ms`;
+export const overflowError = (label: string, cap: number): string => `EFBIG: ${label} output exceeded ${cap} bytes`;
+export const exitError = (code: number): string => `exit status ${code}`;
+
 function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
   try {
@@ -147,16 +153,16 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
       if (spawnError !== undefined) {
         resolve({ ...base, ok: false, exitCode: null, error: spawnError, outcome: "error" });
       } else if (timedOut) {
-        const error = `ETIMEDOUT: ${spec.label} timed out after ${spec.timeoutMs} ms`;
+        const error = timeoutError(spec.label, spec.timeoutMs);
         resolve({ ...base, ok: false, exitCode: null, error, outcome: "timeout" });
       } else if (truncated) {
         // The child was killed mid-output, so its exit status says nothing.
-        const error = `EFBIG: ${spec.label} output exceeded ${spec.maxOutputBytes} bytes`;
+        const error = overflowError(spec.label, spec.maxOutputBytes);
         resolve({ ...base, ok: false, exitCode: null, error, outcome: "truncated" });
       } else if (exitCode === 0) {
         resolve({ ...base, ok: true, exitCode: 0, error: null, outcome: "ok" });
       } else if (exitCode !== null) {
-        resolve({ ...base, ok: false, exitCode, error: `exit status ${exitCode}`, outcome: "error" });
+        resolve({ ...base, ok: false, exitCode, error: exitError(exitCode), outcome: "error" });
       } else {
         const error = `killed by ${exitSignal ?? "unknown signal"}`;
         resolve({ ...base, ok: false, exitCode: null, error, outcome: "error" });

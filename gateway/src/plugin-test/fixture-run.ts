@@ -1,0 +1,100 @@
+// Runs fixture files against one plugin and reports golden-file style: one
+// line per case, a side-by-side table of expected and actual for a mismatch
+// (with the plugin's trace lines), then `N passed, N failed`.
+
+import { relative } from "node:path";
+import type { Expectation, FixtureCase } from "./fixture-file.js";
+import { FixtureError, readFixture } from "./fixture-file.js";
+import type { PluginUnderTest, Verdict } from "./plugin-under-test.js";
+
+export interface FixtureSummary {
+  passed: number;
+  failed: number;
+  errors: number;
+}
+
+export interface Writer {
+  write(s: string): unknown;
+}
+
+interface Row {
+  field: string;
+  expected: string;
+  actual: string;
+  ok: boolean;
+}
+
+/** Field by field; only the fields the fixture names are compared. */
+export function compareVerdict(e: Expectation, v: Verdict): Row[] {
+  const rows: Row[] = [{ field: "status", expected: e.status, actual: v.status, ok: e.status === v.status }];
+  if (e.reason !== undefined) rows.push({ field: "reason", expected: e.reason, actual: v.reason, ok: e.reason === v.reason });
+  if (e.message !== undefined) {
+    rows.push({ field: "message", expected: `…${e.message}…`, actual: v.message, ok: v.message.includes(e.message) });
+  }
+  for (const [k, want] of Object.entries(e.facts ?? {})) {
+    const got = Object.hasOwn(v.facts, k) ? v.facts[k]! : "(absent)";
+    rows.push({ field: `facts.${k}`, expected: want, actual: got, ok: Object.hasOwn(v.facts, k) && got === want });
+  }
+  return rows;
+}
+
+function table(rows: Row[]): string {
+  const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+  const fw = Math.max(5, ...rows.map((r) => r.field.length));
+  const ew = Math.min(40, Math.max(8, ...rows.map((r) => r.expected.length)));
+  const head = `      ${"".padEnd(fw)}  ${"expected".padEnd(ew)}  actual`;
+  const lines = rows.map((r) => `    ${r.ok ? " " : "✗"} ${r.field.padEnd(fw)}  ${clip(r.expected, ew).padEnd(ew)}  ${clip(r.actual, 200)}`);
+  return [head, ...lines].join("\n");
+}
+
+export async function runFixtureFiles(put: PluginUnderTest, files: readonly string[], cwd: string, out: Writer): Promise<FixtureSummary> {
+  const sum: FixtureSummary = { passed: 0, failed: 0, errors: 0 };
+  const shown = (f: string) => {
+    const r = relative(cwd, f);
+    return r && !r.startsWith("..") ? r : f;
+  };
+  for (const file of files) {
+    let c: FixtureCase;
+    try {
+      c = await readFixture(file);
+    } catch (err) {
+      if (!(err instanceof FixtureError)) throw err;
+      sum.errors++;
+      out.write(`ERROR ${shown(file)}\n${indent(err.message.split(file).join(shown(file)))}\n`);
+      continue;
+    }
+    const r = await put.run(c);
+    if (!r.ok) {
+      sum.errors++;
+      const line = problemLine(c, r.problem);
+      out.write(`ERROR ${c.name} (${shown(file)})\n    ${shown(file)}:${line}: ${r.problem}\n`);
+      continue;
+    }
+    const rows = compareVerdict(c.expect, r.verdict);
+    const v = r.verdict;
+    const got = `${v.status} ${v.reason}${r.outcome.kind === "fault" ? " (plugin fault)" : ""}`;
+    if (rows.every((row) => row.ok)) {
+      sum.passed++;
+      out.write(`ok    ${c.name} — ${got}\n`);
+      continue;
+    }
+    sum.failed++;
+    out.write(`FAIL  ${c.name} (${shown(file)}) — got ${got}\n${table(rows)}\n`);
+    if (!c.expect.message && !rows.some((row) => row.field === "message")) out.write(`      message   ${v.message}\n`);
+    for (const n of r.notes) out.write(`      note: ${n}\n`);
+    for (const t of r.traces) out.write(`      trace: ${t}\n`);
+  }
+  const errors = sum.errors > 0 ? `, ${sum.errors} error${sum.errors === 1 ? "" : "s"}` : "";
+  out.write(`${sum.passed} passed, ${sum.failed} failed${errors}\n`);
+  return sum;
+}
+
+function problemLine(c: FixtureCase, problem: string): number {
+  if (problem.startsWith("ConfigInvalid") && c.configLine !== undefined) return c.configLine;
+  for (const [name, line] of c.sourceLines) if (problem.includes(name)) return line;
+  return 1;
+}
+
+function indent(s: string): string {
+  return s.split("\n").map((l) => `    ${l}`).join("\n");
+}

@@ -1,0 +1,222 @@
+// `probegate plugin test --fixtures`: fixture files run through the gateway's
+// own sandbox, input builder and source replay, against the bundled plugins.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runPluginCommand } from "../src/cli/plugin-commands.js";
+import { ROOT } from "./helpers/gateway-process.js";
+import { compileHostile } from "./hostile/build.js";
+import { tempDir } from "./hostile/harness.js";
+
+const NETS = join(ROOT, "dist", "plugins", "lnet-nets.wasm");
+const MODULES = join(ROOT, "dist", "plugins", "kernel-modules.wasm");
+const PING = join(ROOT, "dist", "plugins", "lnet-self-ping.wasm");
+const NI_DOWN = join(ROOT, "plugins", "fixtures", "net_show", "ni-down.yaml");
+
+let dir: { path: string; cleanup: () => Promise<void> };
+beforeAll(async () => {
+  dir = await tempDir();
+  writeFileSync(join(dir.path, "tracer.wasm"), await compileHostile("tracer"));
+}, 120_000);
+afterAll(() => dir.cleanup());
+
+let seq = 0;
+/** Writes fixture files into a fresh directory; returns it. */
+function fixtures(files: Record<string, string>): string {
+  const d = join(dir.path, `case-${++seq}`);
+  mkdirSync(d, { recursive: true });
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(d, name), text);
+  return d;
+}
+
+async function run(...argv: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runPluginCommand(["test", ...argv], {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    cwd: dir.path,
+  });
+  return { code, stdout, stderr };
+}
+
+const niDown = `name: one NI down
+facts: {lnet.selfNid: 10.1.0.4@tcp}
+sources:
+  lnetctl.net_show:
+    stdoutFile: ${NI_DOWN}
+expect:
+  status: fail
+  reason: NiDown
+  message: "10.1.0.4@tcp (down)"
+  facts: {lnet.interfaces: eth0}
+`;
+
+describe("fixture files", () => {
+  it("passes a matching case: one line per case, then the summary, exit 0", async () => {
+    const d = fixtures({ "ni-down.yaml": niDown });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.stdout).toMatch(/^ok +one NI down — fail NiDown$/m);
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 0 failed");
+    expect(r.code).toBe(0);
+  });
+
+  it("reads stdoutFile relative to the fixture and takes several paths after --fixtures", async () => {
+    const d = fixtures({ "out.txt": "net:\n    - net type: lo\n", "lo.yaml": "sources:\n  lnetctl.net_show: {stdoutFile: out.txt}\nexpect: {status: fail, reason: NoNonLoopbackNet}\n" });
+    const e = fixtures({ "ni-down.yaml": niDown });
+    const r = await run(NETS, "--fixtures", join(d, "lo.yaml"), e);
+    expect(r.stdout).toContain("ok    lo — fail NoNonLoopbackNet");
+    expect(r.stdout).toContain("2 passed, 0 failed");
+    expect(r.code).toBe(0);
+  });
+
+  it("reports a mismatch side by side with exit 1, and still runs the other cases", async () => {
+    const d = fixtures({
+      "a-wrong.yaml": niDown.replace("reason: NiDown", "reason: NetsUp").replace("status: fail", "status: pass").replace("eth0}", "eth9}"),
+      "b-right.yaml": niDown,
+    });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^FAIL {2}one NI down \(case-\d+\/a-wrong\.yaml\) — got fail NiDown$/m);
+    expect(r.stdout).toMatch(/^ +expected +actual$/m);
+    expect(r.stdout).toMatch(/^ +✗ status +pass +fail$/m);
+    expect(r.stdout).toMatch(/^ +✗ reason +NetsUp +NiDown$/m);
+    expect(r.stdout).toMatch(/^ +✗ facts\.lnet\.interfaces +eth9 +eth0$/m);
+    // A field that matched is shown without the mark.
+    expect(r.stdout).toMatch(/^ {6}message +…10\.1\.0\.4@tcp \(down\)… +.*10\.1\.0\.4@tcp \(down\)/m);
+    expect(r.stdout).toContain("ok    one NI down — fail NiDown");
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 1 failed");
+  });
+
+  it("refuses malformed fixtures with the key and its line, exit 2", async () => {
+    const d = fixtures({
+      "typo.yaml": "name: typo\nsources:\n  lnetctl.net_show:\n    stdot: hi\nexpect:\n  status: pass\n  colour: red\n",
+      "syntax.yaml": "expect:\n  status: [pass\n",
+      "no-expect.yaml": "sources: {}\n",
+      "both.yaml": "sources:\n  lnetctl.net_show: {stdout: a, stdoutFile: b}\nexpect: {status: pass}\n",
+      "missing-file.yaml": "sources:\n  lnetctl.net_show: {stdoutFile: nowhere.txt}\nexpect: {status: pass}\n",
+      "bad-status.yaml": "expect: {status: ok}\n",
+      "bad-fault.yaml": "sources:\n  lnetctl.net_show: {fault: hang}\nexpect: {status: fail}\n",
+      "unknown-source.yaml": "sources:\n  lnetctl.net_shw: {stdout: x}\nexpect: {status: fail}\n",
+      "z-good.yaml": niDown,
+    });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/typo\.yaml:4: unknown key "stdot" in sources\.lnetctl\.net_show/);
+    expect(r.stdout).toMatch(/typo\.yaml:7: unknown key "colour" in expect/);
+    expect(r.stdout).toMatch(/syntax\.yaml:\d+: YAML syntax/);
+    expect(r.stdout).toMatch(/no-expect\.yaml:1: missing expect/);
+    expect(r.stdout).toMatch(/both\.yaml:2: .*give stdout or stdoutFile, not both/);
+    expect(r.stdout).toMatch(/missing-file\.yaml:2: stdoutFile nowhere\.txt: cannot read: ENOENT/);
+    expect(r.stdout).toMatch(/bad-status\.yaml:1: expect\.status: /);
+    expect(r.stdout).toMatch(/bad-fault\.yaml:2: sources\.lnetctl\.net_show\.fault: /);
+    expect(r.stdout).toMatch(/unknown-source\.yaml:2: unknown source lnetctl\.net_shw/);
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 0 failed, 8 errors");
+  });
+
+  it("refuses a case in a mode the plugin does not declare (the gateway would never run it)", async () => {
+    const d = fixtures({ "ctl.yaml": niDown.replace("name: one NI down", "name: on a controller\nmode: controller") });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toContain("lnet-nets declares modes node; the gateway never runs it in mode controller");
+  });
+
+  it("exits 2 for a plugin the gateway would refuse, and for --fixtures mixed with per-run flags", async () => {
+    writeFileSync(join(dir.path, "junk.wasm"), "not wasm");
+    const d = fixtures({ "ni-down.yaml": niDown });
+    const refused = await run("junk.wasm", "--fixtures", d);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("would refuse junk.wasm: CompileError");
+    const mixed = await run(NETS, "--fixtures", d, "--source", `lnetctl.net_show=${NI_DOWN}`);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toContain("--source cannot be combined with --fixtures");
+    const none = await run(NETS, "--fixtures", join(dir.path, "nope"));
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("no such file or directory");
+  });
+});
+
+describe("source faults: the plugin sees what the gateway would give it", () => {
+  const faultCase = (source: string, fault: string, extra = "") =>
+    `sources:\n  ${source}:\n    fault: ${fault}\n${extra}expect:\n  status: fail\n  reason: SourceFailed\n`;
+
+  it("timeout: ETIMEDOUT with the command's own deadline, partial output kept", async () => {
+    const d = fixtures({ "t.yaml": faultCase("lnetctl.net_show", "timeout", "    stdout: 'net:'\n").replace("expect:", "expect:\n  message: 'source lnetctl.net_show failed: ETIMEDOUT: lnetctl net show timed out after 3000 ms'") });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.stdout).toContain("1 passed, 0 failed");
+    expect(r.code).toBe(0);
+  });
+
+  it("not-found: ENOENT for a command not on PATH and for a missing file", async () => {
+    const d = fixtures({
+      "cmd.yaml": faultCase("lnetctl.net_show", "not-found").replace("expect:", "expect:\n  message: 'ENOENT: lnetctl not found on PATH'"),
+    });
+    expect((await run(NETS, "--fixtures", d)).stdout).toContain("1 passed, 0 failed");
+    const f = fixtures({ "file.yaml": faultCase("proc.modules", "not-found").replace("expect:", "expect:\n  message: 'ENOENT: /proc/modules does not exist'") });
+    const r = await run(MODULES, "--fixtures", f);
+    expect(r.stdout).toContain("1 passed, 0 failed");
+  });
+
+  it("truncated: EFBIG, the output kept as cut, which lnet-nets refuses to judge", async () => {
+    const d = fixtures({
+      "cut.yaml": `sources:\n  lnetctl.net_show:\n    stdoutFile: ${NI_DOWN}\n    fault: truncated\nexpect:\n  status: fail\n  reason: SourceFailed\n  message: "EFBIG: lnetctl net show output exceeded 1048576 bytes"\n`,
+    });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.stdout).toContain("1 passed, 0 failed");
+    // The same through the flags, with the input shown as JSON.
+    const j = await run(NETS, "--source", `lnetctl.net_show=${NI_DOWN}`, "--source-fault", "lnetctl.net_show=truncated", "--json");
+    const src = JSON.parse(j.stdout).input.sources["lnetctl.net_show"];
+    expect(src).toMatchObject({ ok: false, exitCode: null, truncated: true, error: "EFBIG: lnetctl net show output exceeded 1048576 bytes" });
+    expect(src.stdout.length).toBeGreaterThan(100);
+  });
+
+  it("refuses faults a source cannot have, naming the line", async () => {
+    const d = fixtures({ "file-timeout.yaml": faultCase("proc.modules", "timeout"), "file-stderr.yaml": "sources:\n  proc.modules: {stderr: boom}\nexpect: {status: fail}\n" });
+    const r = await run(MODULES, "--fixtures", d);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/file-timeout\.yaml:2: proc\.modules: file sources have no deadline/);
+    expect(r.stdout).toMatch(/file-stderr\.yaml:2: proc\.modules: only command sources have stderr/);
+  });
+
+  it("a missing fact fails the source before it runs, as on a node", async () => {
+    const d = fixtures({ "no-nid.yaml": "sources:\n  lnetctl.ping: {stdout: 'x'}\nexpect: {status: fail, reason: SelfNidUnavailable}\n" });
+    const r = await run(PING, "--fixtures", d);
+    expect(r.stdout).toContain("1 passed, 0 failed");
+  });
+
+  it("--source-stderr and --source-exit reach the plugin; bad --source-fault values are refused", async () => {
+    writeFileSync(join(dir.path, "err.txt"), "lnetctl: cannot get networks\n");
+    const r = await run(NETS, "--source-stderr", "lnetctl.net_show=err.txt", "--source-exit", "lnetctl.net_show=1", "--json");
+    const src = JSON.parse(r.stdout).input.sources["lnetctl.net_show"];
+    expect(src).toMatchObject({ ok: false, exitCode: 1, stderr: "lnetctl: cannot get networks\n", error: "exit status 1" });
+    expect(r.code).toBe(1);
+    const bad = await run(NETS, "--source-fault", "lnetctl.net_show=hang");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("timeout, not-found, truncated");
+  });
+
+  it("--timeout takes a duration and still a bare number of milliseconds", async () => {
+    for (const t of ["2s", "750ms", "900"]) expect((await run(NETS, "--source", `lnetctl.net_show=${NI_DOWN}`, "--timeout", t)).code).toBe(1);
+    const bad = await run(NETS, "--timeout", "2 seconds");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--timeout expects a duration");
+  });
+});
+
+describe("traces", () => {
+  it("shows a plugin's trace lines in a single run (the host keeps 8 per call)", async () => {
+    const r = await run("tracer.wasm");
+    const traces = r.stdout.split("\n").filter((l) => l.startsWith("trace: "));
+    expect(traces).toHaveLength(8);
+    expect(traces[0]).toBe("trace: tracing 0");
+  });
+
+  it("shows them in a failing fixture's report, not in a passing one's", async () => {
+    const d = fixtures({ "a.yaml": "expect: {status: fail}\n", "b.yaml": "expect: {status: pass}\n" });
+    const r = await run("tracer.wasm", "--fixtures", d);
+    const [, failing] = r.stdout.split(/^FAIL/m);
+    const passing = r.stdout.split(/^FAIL/m)[0]!;
+    expect(failing).toMatch(/^ +trace: tracing 7$/m);
+    expect(passing).not.toContain("trace:");
+  });
+});
