@@ -1,15 +1,17 @@
-import type { Logger } from "../observability/logger.js";
-import { loadPlugin, refusal, type LoadResult } from "./loader.js";
 import { join } from "node:path";
-import { DirWatcher, scanPluginDir, type ConfigFile } from "./plugin-dir.js";
-import { configDefaults, isBlankConfig, type ConfigValue } from "./schema.js";
-import { Sandbox } from "./sandbox.js";
+import type { Override } from "../engine/state.js";
+import type { Logger } from "../observability/logger.js";
 import { callCheck, type CheckOutcome } from "./check-call.js";
+import { reconcileConfigs, type ConfigEntry, type PluginConfigState } from "./config-set.js";
+import { loadPlugin, refusal, type LoadResult } from "./loader.js";
+import { DirWatcher, scanPluginDir, type ConfigFile } from "./plugin-dir.js";
+import type { ConfigValue } from "./schema.js";
+import { Sandbox } from "./sandbox.js";
+import { Quarantine } from "./quarantine.js";
 import { SingleFlight } from "./single-flight.js";
 import { DEFAULTS, type LoadedPlugin, type PluginRefusal } from "./types.js";
-import type { Override } from "../engine/state.js";
 
-export type { CheckOutcome };
+export type { CheckOutcome, PluginConfigState };
 
 export interface PluginSet {
   /** Accepted plugins, sorted by file name. */
@@ -47,29 +49,6 @@ export interface RuntimeOptions {
   onQuarantineCount?: (count: number) => void;
 }
 
-/** A plugin's configuration as the runtime applies it. */
-export interface PluginConfigState {
-  /** What check() gets as `config`; undefined when the plugin declares none or none valid exists yet. */
-  value: ConfigValue | undefined;
-  /** The file the value came from (path), absent when defaults apply. */
-  file?: string;
-  sha256?: string;
-  /** Set when the current file is invalid; `value` is then the last good one, if any. */
-  error?: string;
-  /**
-   * Whether calls may run: always without `error`; with it, only when an
-   * earlier configuration of this plugin was valid (it stays in force).
-   */
-  usable: boolean;
-}
-
-interface ConfigEntry {
-  /** Identity of what was validated: file path, content and plugin content. */
-  id: string;
-  state: PluginConfigState;
-  refusal?: PluginRefusal;
-}
-
 interface FileEntry {
   dir: string;
   name: string;
@@ -90,21 +69,12 @@ function reusable(prev: FileEntry | undefined, sha256: string, now: number): boo
   return prev.retryAt === undefined || now < prev.retryAt;
 }
 
-interface Health {
-  faults: number;
-  quarantined: boolean;
-  lastFault: string;
-  /** Failed retries since quarantine began, and when the next one may run (Date.now()). */
-  retries: number;
-  retryAt: number;
-  name: string;
-}
-
 /**
  * Owns the plugin set: scans and watches the directory, validates new or
  * changed files, and swaps in a new set only once every file in it has been
- * validated, so a reader sees either the old set or the new one. Also counts
- * consecutive faults per (file, content) and quarantines offenders.
+ * validated, so a reader sees either the old set or the new one. Calls go
+ * through the quarantine (quarantine.ts), keyed by file, content and
+ * configuration.
  */
 export class PluginRuntime {
   readonly sandbox: Sandbox;
@@ -112,18 +82,26 @@ export class PluginRuntime {
   private entries = new Map<string, FileEntry>();
   private configs = new Map<string, ConfigEntry>();
   private readonly dirs: readonly string[];
-  private readonly health = new Map<string, Health>();
+  private readonly quarantine: Quarantine;
   private readonly listeners = new Set<(s: PluginSet) => void>();
   private readonly scan: SingleFlight;
   private watchers: DirWatcher[] = [];
   private readonly dirMissingLogged = new Set<string>();
-  private quarantinedCount = 0;
   private sourcesChanged = false;
   private stopped = false;
 
   constructor(private readonly opts: RuntimeOptions) {
     this.dirs = opts.dirs?.length ? [...opts.dirs] : opts.dir ? [opts.dir] : [];
     this.sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB, logger: opts.logger });
+    this.quarantine = new Quarantine({
+      after: opts.quarantineAfter,
+      backoffMs: opts.quarantineBackoffMs,
+      backoffMaxMs: opts.quarantineBackoffMaxMs,
+      logger: opts.logger,
+      onQuarantined: opts.onQuarantined,
+      onRetry: opts.onQuarantineRetry,
+      onCount: opts.onQuarantineCount,
+    });
     this.scan = new SingleFlight(
       () => this.reconcile(),
       (err) => opts.logger?.error({ err: (err as Error).message }, "plugin directory scan failed"),
@@ -180,7 +158,7 @@ export class PluginRuntime {
   }
 
   isQuarantined(p: LoadedPlugin): boolean {
-    return this.health.get(this.healthKey(p))?.quarantined ?? false;
+    return this.quarantine.isQuarantined(this.healthKey(p));
   }
 
   /** The configuration a plugin's calls get (see plugins/ABI.md, "Configuration"). */
@@ -198,61 +176,8 @@ export class PluginRuntime {
       // Never run with defaults the operator did not mean.
       return { kind: "fault", reason: "ConfigInvalid", message: cfg.error ?? "configuration invalid", durationMs: 0 };
     }
-    const hk = this.healthKey(p);
-    let h = this.health.get(hk);
-    if (!h) {
-      h = { faults: 0, quarantined: false, lastFault: "", retries: 0, retryAt: 0, name: p.manifest.name };
-      this.health.set(hk, h);
-    }
-    const now = Date.now();
-    if (h.quarantined && now < h.retryAt) {
-      return { kind: "fault", reason: "PluginQuarantined", message: quarantineMessage(h, now), durationMs: 0 };
-    }
-    const retrying = h.quarantined;
-    if (retrying) this.opts.onQuarantineRetry?.(p);
     const text = typeof input === "string" ? input : input(cfg.value);
-    const outcome = await callCheck(this.sandbox, p, text, this.opts.timeoutMs);
-    if (outcome.kind === "verdict") {
-      if (h.quarantined) {
-        this.opts.logger?.info({ plugin: p.manifest.name, file: p.file, sha256: p.sha256, retries: h.retries + 1 }, "plugin quarantine ended: a retry succeeded");
-        this.setQuarantined(h, false);
-      }
-      h.faults = 0;
-      h.retries = 0;
-    } else if (outcome.reason !== "PluginUnloaded") {
-      h.faults++;
-      h.lastFault = `${outcome.reason}: ${outcome.message}`;
-      if (retrying) {
-        // One log line per transition, not per retry: a failed retry only pushes the next one out.
-        h.retries++;
-        h.retryAt = Date.now() + this.backoff(h.retries);
-        return { kind: "fault", reason: "PluginQuarantined", message: quarantineMessage(h, Date.now()), durationMs: outcome.durationMs };
-      }
-      const limit = this.opts.quarantineAfter ?? DEFAULTS.quarantineAfter;
-      if (h.faults >= limit && !h.quarantined) {
-        h.retries = 0;
-        h.retryAt = Date.now() + this.backoff(0);
-        this.setQuarantined(h, true);
-        const message = quarantineMessage(h, Date.now());
-        this.opts.logger?.warn({ plugin: p.manifest.name, file: p.file, sha256: p.sha256, lastFault: h.lastFault, retryInMs: h.retryAt - Date.now() }, "plugin quarantined");
-        this.opts.onQuarantined?.(p, message);
-        return { kind: "fault", reason: "PluginQuarantined", message, durationMs: outcome.durationMs };
-      }
-    }
-    return outcome;
-  }
-
-  private backoff(failedRetries: number): number {
-    const base = this.opts.quarantineBackoffMs ?? DEFAULTS.quarantineBackoffMs;
-    const max = Math.max(base, this.opts.quarantineBackoffMaxMs ?? DEFAULTS.quarantineBackoffMaxMs);
-    return Math.min(base * 2 ** Math.min(failedRetries, 30), max);
-  }
-
-  private setQuarantined(h: Health, on: boolean): void {
-    if (h.quarantined === on) return;
-    h.quarantined = on;
-    this.quarantinedCount += on ? 1 : -1;
-    this.opts.onQuarantineCount?.(this.quarantinedCount);
+    return this.quarantine.run(this.healthKey(p), p, () => callCheck(this.sandbox, p, text, this.opts.timeoutMs));
   }
 
   /** Faults are counted per file, content and configuration: a change of any starts afresh. */
@@ -333,91 +258,6 @@ export class PluginRuntime {
     await this.swap(next, configFiles);
   }
 
-  /**
-   * Validates each plugin's configuration file (the last directory holding
-   * NAME.yaml, NAME.yml or NAME.json wins, like plugins). A bad file keeps the
-   * last good configuration of the same plugin and is reported as a refusal.
-   */
-  private async reconcileConfigs(plugins: readonly LoadedPlugin[], files: ReadonlyArray<ConfigFile & { dir: string }>): Promise<{ configs: Map<string, ConfigEntry>; refusals: PluginRefusal[] }> {
-    const multi = this.dirs.length > 1;
-    const byStem = new Map<string, Array<ConfigFile & { dir: string }>>();
-    for (const f of files) {
-      const stem = f.name.replace(/\.(yaml|yml|json)$/, "");
-      byStem.set(stem, [...(byStem.get(stem) ?? []), f]);
-    }
-    const names = new Set(plugins.map((p) => p.manifest.name));
-    const refusals: PluginRefusal[] = [];
-    const mkRefusal = (f: ConfigFile & { dir: string }, message: string): PluginRefusal => {
-      const prev = [...this.configs.values()].find((c) => c.refusal && c.refusal.file === f.name && c.refusal.sha256 === f.sha256 && c.refusal.message === message)?.refusal;
-      if (prev) return prev;
-      const r = refusal(f.name, "ConfigInvalid", message, f.sha256);
-      if (multi) r.dir = f.dir;
-      return r;
-    };
-    for (const [stem, list] of byStem) {
-      if (names.has(stem)) continue;
-      const f = list[list.length - 1]!;
-      const known = [...names].sort().join(", ") || "none";
-      refusals.push(mkRefusal(f, `${f.path}: no plugin named ${stem} is loaded, so nothing reads this file (plugins: ${known})`));
-    }
-    const configs = new Map<string, ConfigEntry>();
-    let parse: typeof import("./plugin-config.js") | null = null;
-    for (const p of plugins) {
-      const name = p.manifest.name;
-      const prev = this.configs.get(name);
-      const list = byStem.get(name) ?? [];
-      const lastDir = list.length > 0 ? list[list.length - 1]!.dir : undefined;
-      const candidates = list.filter((f) => f.dir === lastDir);
-      const id = `${candidates.map((f) => `${f.path}\0${f.sha256}`).join("\0")}\0${p.sha256}`;
-      if (prev && prev.id === id) {
-        configs.set(name, prev);
-        if (prev.refusal) refusals.push(prev.refusal);
-        continue;
-      }
-      let result: { ok: true; value: ConfigValue; file?: string; sha256?: string } | { ok: false; message: string; file: ConfigFile & { dir: string } };
-      if (candidates.length === 0) {
-        result = { ok: true, value: p.manifest.config ? configDefaults(p.manifest.config) : {} };
-      } else if (candidates.length > 1) {
-        result = { ok: false, message: `${candidates.map((f) => f.path).join(" and ")} both configure ${name}; keep one`, file: candidates[0]! };
-      } else {
-        const f = candidates[0]!;
-        if (f.text === null) {
-          result = { ok: false, message: `${f.path}: ${f.size} bytes; the cap is ${DEFAULTS.maxConfigBytes} bytes`, file: f };
-        } else if (isBlankConfig(f.text) && f.name.endsWith(".json") === false) {
-          // Every key commented out (as the base manifests ship them): the defaults, without loading the YAML parser.
-          result = { ok: true, value: p.manifest.config ? configDefaults(p.manifest.config) : {}, file: f.path, sha256: f.sha256 };
-        } else {
-          parse ??= await import("./plugin-config.js");
-          const r = parse.parsePluginConfig(f.text, f.path, name, p.manifest.config);
-          result = r.ok ? { ok: true, value: r.value, file: f.path, sha256: f.sha256 } : { ok: false, message: r.message, file: f };
-        }
-      }
-      let entry: ConfigEntry;
-      if (result.ok) {
-        const value = p.manifest.config ? result.value : undefined;
-        entry = { id, state: { value, usable: true, ...(result.file ? { file: result.file, sha256: result.sha256 } : {}) } };
-        if (prev?.state.error !== undefined || prev?.state.sha256 !== entry.state.sha256) {
-          if (result.file) this.opts.logger?.info({ plugin: name, file: result.file, sha256: result.sha256 }, "plugin configuration applied");
-          else if (prev?.state.file) this.opts.logger?.info({ plugin: name }, "plugin configuration removed; defaults apply");
-        }
-      } else {
-        // Last good configuration of the same plugin, if there was one.
-        const good = prev?.state.usable ? prev.state : undefined;
-        const r = mkRefusal(result.file, result.message);
-        entry = {
-          id,
-          state: good
-            ? { value: good.value, file: good.file, sha256: good.sha256, error: result.message, usable: true }
-            : { value: undefined, error: result.message, usable: false },
-          refusal: r,
-        };
-        refusals.push(r);
-      }
-      configs.set(name, entry);
-    }
-    return { configs, refusals };
-  }
-
   private async swap(next: Map<string, FileEntry>, configFiles: ReadonlyArray<ConfigFile & { dir: string }>): Promise<void> {
     const refusals: PluginRefusal[] = [];
     const overrides: Override[] = [];
@@ -449,7 +289,7 @@ export class PluginRuntime {
       byName.set(p.manifest.name, { dirIndex, id, plugin: p });
     }
     const plugins = [...byName.values()].map((h) => h.plugin).sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
-    const cfg = await this.reconcileConfigs(plugins, configFiles);
+    const cfg = await reconcileConfigs(this.configs, plugins, configFiles, { multi: this.dirs.length > 1, logger: this.opts.logger });
     if (this.stopped) return;
     refusals.push(...cfg.refusals);
     const prev = this.set;
@@ -474,15 +314,7 @@ export class PluginRuntime {
     for (const e of old.values()) {
       if (e.result.ok && !liveKeys.has(e.result.plugin.key)) this.sandbox.unregister(e.result.plugin.key);
     }
-    const liveHealth = new Set(plugins.map((p) => this.healthKey(p)));
-    for (const [k, h] of this.health) {
-      if (liveHealth.has(k)) continue;
-      if (h.quarantined) {
-        this.opts.logger?.info({ plugin: h.name }, "plugin quarantine ended: its file or configuration changed");
-        this.setQuarantined(h, false);
-      }
-      this.health.delete(k);
-    }
+    this.quarantine.retain(new Set(plugins.map((p) => this.healthKey(p))));
 
     if (!changed) return;
     this.set = Object.freeze({
@@ -514,10 +346,4 @@ export class PluginRuntime {
 function refusalId(r: PluginRefusal): string {
   const detail = r.reason === "Unreadable" || r.reason === "ConfigInvalid" ? r.message : "";
   return `${r.dir ?? ""}\0${r.file}\0${r.reason}\0${r.sha256 ?? ""}\0${detail}`;
-}
-
-function quarantineMessage(h: Health, now: number): string {
-  const inS = Math.max(0, Math.ceil((h.retryAt - now) / 1000));
-  const at = new Date(h.retryAt).toISOString();
-  return `quarantined after ${h.faults} consecutive faults (last: ${h.lastFault}); next retry in ${inS}s (at ${at}), or at once when the plugin file changes`;
 }
