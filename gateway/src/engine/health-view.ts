@@ -33,7 +33,7 @@ export function signature(v: Verdict, conditions: readonly TrackedCondition[], r
     v.ready,
     v.live,
     conditions.map((t) => [t.condition.name, t.condition.status, t.condition.reason, t.condition.plugin.sha256, t.condition.plugin.config?.sha256 ?? ""]),
-    refusals.map((r) => [r.dir ?? "", r.file, r.reason, r.sha256 ?? "", r.reason === "ConfigInvalid" ? r.message : ""]),
+    refusals.map((r) => [r.dir ?? "", r.file, r.reason, r.sha256 ?? "", r.reason === "ConfigInvalid" || r.reason === "SourcesInvalid" ? r.message : ""]),
   ]);
 }
 
