@@ -204,8 +204,10 @@ for (const target of ["base", "overlays/example"]) {
 
     it("renders with a real kustomize", () => {
       expect(renderer().version).toMatch(/v?[4-9]\./);
+      // The CSIDriver is an optional component (most drivers ship their own); the example overlay adds it.
+      const csiDriver = target === "base" ? [] : ["CSIDriver"];
       expect(docs.map((d) => d.kind).sort()).toEqual(
-        ["CSIDriver", "ConfigMap", "ConfigMap", "DaemonSet", "Deployment", "Namespace", "ServiceAccount", "ServiceAccount"].sort(),
+        [...csiDriver, "ConfigMap", "ConfigMap", "DaemonSet", "Deployment", "Namespace", "ServiceAccount", "ServiceAccount"].sort(),
       );
     });
 
@@ -227,14 +229,16 @@ for (const target of ["base", "overlays/example"]) {
       }
     });
 
-    it("selectors match pod labels; service accounts exist and mount no token", () => {
+    it("selectors match pod labels; service accounts exist; no pod-level token opt-out (the driver containers need one)", () => {
       const sas = new Set(byKind("ServiceAccount").map((s) => s.metadata.name));
       for (const p of pods(docs)) {
         for (const [k, v] of Object.entries(p.owner.spec.selector.matchLabels)) {
           expect(p.owner.spec.template.metadata.labels[k]).toBe(v);
         }
         expect(sas.has(p.spec.serviceAccountName), p.spec.serviceAccountName).toBe(true);
-        expect(p.spec.automountServiceAccountToken).toBe(false);
+        expect(p.spec.automountServiceAccountToken).toBeUndefined();
+        const sa = byKind("ServiceAccount").find((x) => x.metadata.name === p.spec.serviceAccountName)!;
+        expect(sa.automountServiceAccountToken).toBeUndefined();
       }
     });
 
@@ -297,7 +301,8 @@ for (const target of ["base", "overlays/example"]) {
         expect(p.owner.spec.template.metadata.annotations["prometheus.io/port"]).toBe(String(wantPort));
         for (const kind of ["startupProbe", "readinessProbe", "livenessProbe"]) expect(c[kind], kind).toBeTruthy();
         expect(c.startupProbe.periodSeconds).toBe(5);
-        if (mode === "node") expect(c.startupProbe.failureThreshold).toBe(120); // the reference driver's budget
+        // Startup is probegate's own liveness: a node whose Lustre is slow or broken must not get it killed.
+        expect(c.startupProbe.httpGet?.path).toBe("/livez");
         expect(c.readinessProbe.httpGet?.path).toBe("/readyz");
         // Liveness must not follow Lustre readiness, or a broken LNet would restart pods in a loop.
         const live = c.livenessProbe;
@@ -322,6 +327,8 @@ for (const target of ["base", "overlays/example"]) {
         expect(m.readOnly).toBe(true);
         return spec.volumes.find((v: any) => v.name === m.name).hostPath?.path;
       };
+      // Fail closed on the shipped set: --require-checks names exactly the plugins the ConfigMap carries.
+      expect(flags.get("require-checks")!.split(",").sort()).toEqual(listedPlugins().map((f) => f.replace(/\.wasm$/, "")).sort());
       expect(hostPathAt(flags.get("path.procfs")!)).toBe("/proc");
       expect(hostPathAt(flags.get("path.sysfs")!)).toBe("/sys");
       const prefix = flags.get("command-prefix")!.split(/\s+/);
@@ -349,14 +356,18 @@ for (const target of ["base", "overlays/example"]) {
       expect(flagsOf(c.args).has("command-prefix")).toBe(false);
     });
 
-    it("one driver name everywhere: CSIDriver, settings, env, kubelet plugin dir, registrar", () => {
-      const drivers = byKind("CSIDriver");
-      expect(drivers).toHaveLength(1);
-      const name = drivers[0]!.metadata.name;
-      expect(drivers[0]!.spec.attachRequired).toBe(false);
-      expect(drivers[0]!.spec.podInfoOnMount).toBe(false);
+    it("one driver name and one kubelet root everywhere: CSIDriver, settings, env, kubelet plugin dir, registrar", () => {
       const settings = byKind("ConfigMap").find((c) => c.metadata.name === "probegate-settings")!;
-      expect(settings.data.driverName).toBe(name);
+      const name = settings.data.driverName;
+      const kubeletDir = settings.data.kubeletDir;
+      expect(kubeletDir).toBe("/var/lib/kubelet");
+      const drivers = byKind("CSIDriver");
+      expect(drivers).toHaveLength(target === "base" ? 0 : 1);
+      for (const d of drivers) {
+        expect(d.metadata.name).toBe(name);
+        // The Azure Lustre driver's own values.
+        expect(d.spec).toMatchObject({ attachRequired: false, podInfoOnMount: true, fsGroupPolicy: "File" });
+      }
       if (target !== "base") expect(name).not.toBe("azurelustre.csi.azure.com"); // the overlay's value won
       for (const p of pods(docs)) {
         for (const c of containersOf(p.spec)) {
@@ -367,7 +378,9 @@ for (const target of ["base", "overlays/example"]) {
       }
       const spec = byKind("DaemonSet")[0]!.spec.template.spec;
       const sockDir = spec.volumes.find((v: any) => v.name === "socket-dir").hostPath.path;
-      expect(sockDir).toBe(`/var/lib/kubelet/plugins/${name}`);
+      expect(sockDir).toBe(`${kubeletDir}/plugins/${name}`);
+      expect(spec.volumes.find((v: any) => v.name === "registration-dir").hostPath.path).toBe(`${kubeletDir}/plugins_registry`);
+      expect(spec.volumes.find((v: any) => v.name === "mountpoint-dir").hostPath.path).toBe(`${kubeletDir}/pods`);
       const reg = spec.containers.find((c: any) => c.name === "node-driver-registrar");
       const regFlags = flagsOf(reg.args);
       expect(expand(regFlags.get("kubelet-registration-path")!, reg)).toBe(`${sockDir}/csi.sock`);
@@ -413,3 +426,31 @@ for (const target of ["base", "overlays/example"]) {
     });
   });
 }
+
+describe("kubelet root directory", () => {
+  it("an overlay that moves kubelet's root moves every host path under it and the registration path", () => {
+    const root = "/var/lib/k0s/kubelet";
+    const { docs } = render("overlays/k0s", {
+      "overlays/k0s/kustomization.yaml": [
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        "resources: [../../base]",
+        "configMapGenerator:",
+        "  - name: probegate-settings",
+        "    behavior: merge",
+        `    literals: [kubeletDir=${root}, driverName=lustre.csi.example.com]`,
+        "components: [../../components/driver-name, ../../components/kubelet-dir]",
+        "",
+      ].join("\n"),
+    });
+    const spec = docs.find((d) => d.kind === "DaemonSet")!.spec.template.spec;
+    const hostPath = (n: string) => spec.volumes.find((v: any) => v.name === n).hostPath.path;
+    expect(hostPath("socket-dir")).toBe(`${root}/plugins/lustre.csi.example.com`);
+    expect(hostPath("registration-dir")).toBe(`${root}/plugins_registry`);
+    expect(hostPath("mountpoint-dir")).toBe(`${root}/pods`);
+    const reg = spec.containers.find((c: any) => c.name === "node-driver-registrar");
+    expect(expand(flagsOf(reg.args).get("kubelet-registration-path")!, reg)).toBe(`${root}/plugins/lustre.csi.example.com/csi.sock`);
+    // Nothing else under the default root is left behind.
+    expect(JSON.stringify(docs)).not.toContain("/var/lib/kubelet");
+  });
+});

@@ -22,6 +22,8 @@ export interface GatewayConfig {
   readiness: ReadinessProvider;
   /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
   probe?: ProbeSource;
+  /** Extra lines /readyz?verbose and /livez?verbose show (gateway mode: the upstream's identity). */
+  healthNotes?: () => string[];
   /**
    * Raw stream routes served on the CSI endpoint only (gateway mode's upstream
    * proxy): the mount API never reaches the network port.
@@ -65,7 +67,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     csiOnlyServices: cfg.csiOnlyServices,
     extraFiles: cfg.extraFiles,
   });
-  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics }).fetch);
+  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics, notes: cfg.healthNotes }).fetch);
   const handler = (req: AnyRequest, res: AnyResponse) => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");

@@ -254,6 +254,8 @@ describe("liveness checks", () => {
     const dir = tempDir("probegate-liveness-");
     // Its verdict follows <procfs>/modules: "pass" or "fail".
     fs.writeFileSync(path.join(dir, "heartbeat.wasm"), await compileEcho({ name: "heartbeat", sources: ["proc.modules"], probe: "liveness" }));
+    // A node needs at least one readiness check to be ready at all (NoChecks otherwise); this one always passes.
+    fs.writeFileSync(path.join(dir, "always.wasm"), await compileEcho({ name: "always", sources: [] }));
     const { gw, node } = await gatewayOn({ base: "healthy", modules: "pass" }, [`--plugins-dir=${dir}`]);
     await until(gw, (x) => x.status === 200, "ready");
 
@@ -295,5 +297,31 @@ describe("controller mode", () => {
     for (const n of NODE_PLUGINS) expect(r.text).not.toContain(n);
     expect((await probe(gw)).ready).toBe(true);
     expect(node.calls().length).toBe(0);
+  });
+});
+
+describe("fail closed", () => {
+  it("a node with an empty plugin directory is not ready: NoChecks", async () => {
+    const { gw } = await gatewayOn({ base: "healthy" }, [`--plugins-dir=${tempDir("probegate-empty-plugins-")}`, "--mode=node"]);
+    const r = await until(gw, (x) => x.status === 503 && x.text.includes("NoChecks"), "NoChecks");
+    expect(r.text).toMatch(/\[-\]\(no readiness checks\) failed: NoChecks: no readiness check is loaded in /);
+    expect((await probe(gw)).ready).toBe(false);
+    const json = await fetch(`http://${gw.http}/readyz`, { headers: { accept: "application/json" } }).then((x) => x.json());
+    expect(json.conditions).toMatchObject([{ reason: "NoChecks", status: "fail", probe: "readiness", severity: "required" }]);
+  });
+
+  it("--require-checks: a refused required plugin fails readiness with CheckMissing naming it, and heals when it loads", async () => {
+    const dir = tempDir("probegate-required-");
+    for (const n of ["kernel-modules", "lnet-nids"]) fs.copyFileSync(path.join(BUNDLED, `${n}.wasm`), path.join(dir, `${n}.wasm`));
+    // An ABI mismatch after an upgrade looks like this: a file that does not load.
+    fs.writeFileSync(path.join(dir, "lnet-nets.wasm"), Buffer.from("not a wasm module"));
+    const { gw } = await gatewayOn({ base: "healthy" }, [`--plugins-dir=${dir}`, "--require-checks=kernel-modules,lnet-nets,lnet-nids"]);
+    const r = await until(gw, (x) => x.status === 503 && x.text.includes("CheckMissing") && x.text.includes("kernel-modules"), "CheckMissing");
+    expect(r.text).toMatch(/\[-\]lnet-nets failed: CheckMissing: required check lnet-nets is not loaded \(--require-checks\); lnet-nets\.wasm was refused: CompileError/);
+    expect(r.text).toMatch(/\[\+\]kernel-modules ok/);
+    expect(r.text).not.toContain("NoChecks");
+    fs.copyFileSync(path.join(BUNDLED, "lnet-nets.wasm"), path.join(dir, "lnet-nets.wasm"));
+    const healed = await until(gw, (x) => x.status === 200 && x.text.includes("lnet-nets ok"), "ready once lnet-nets loads");
+    expect(healed.text).toMatch(/\[\+\]lnet-nets ok/);
   });
 });

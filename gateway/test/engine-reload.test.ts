@@ -148,10 +148,14 @@ describe("plugin directory", () => {
     const parent = await newDir();
     const dir = join(parent, "plugins");
     const { engine } = await startEngine(dir, { watchPollMs: 100 });
-    await waitFor(() => engine.snapshot().phase === "ready", "ready without plugins");
+    // Fail closed: a node with no readiness check is not ready (NoChecks), not vacuously ready.
+    const none = await waitFor(() => engine.snapshot().phase === "not-ready" && engine.snapshot(), "not ready without plugins");
+    expect(none.conditions.map((c) => [c.reason, c.status])).toEqual([["NoChecks", "fail"]]);
     await mkdir(dir);
     await writeFile(join(dir, "a.wasm"), bin.a1!);
     await waitFor(() => cond(engine.snapshot(), "ready-a"), "plugin from the new directory");
+    const s = await waitFor(() => engine.snapshot().phase === "ready" && engine.snapshot(), "ready once a check loaded");
+    expect(s.conditions.map((c) => c.name)).toEqual(["ready-a"]);
   });
 
   it("never shows a stall or a failed snapshot while files churn", async () => {

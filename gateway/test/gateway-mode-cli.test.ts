@@ -273,7 +273,11 @@ describe("gateway mode through the CLI: a broken node makes mounts wait", () => 
 
     const r = await untilReadyz(gw, (x) => x.status === 503 && /\[-\]lnet-nets failed/.test(x.text), "lnet-nets failing");
     expect(r.text).not.toContain("initializing");
-    expect(await probe(c)).toEqual({ ready: false });
+    // A readiness loss is not the driver's fault and a restart cannot fix it: by
+    // default (--probe-ready=upstream) Probe stays the healthy driver's ready:true,
+    // so the livenessprobe sidecar never gets kubelet to restart the driver.
+    // Readiness shows in /readyz (above) and in the gating below.
+    expect(await probe(c)).toEqual({ ready: true });
 
     for (const [p, body] of [
       [STAGE, stageRequest()],
@@ -314,22 +318,53 @@ describe("gateway mode through the CLI: a broken node makes mounts wait", () => 
     expect(res.error?.code).toBe(grpc.status.UNAVAILABLE);
     expect(res.error?.details).toMatch(/^node not ready: .*lnet-nets: NiDown/);
     expect(driver.callsTo(STAGE)).toHaveLength(0);
+    expect(await probe(c)).toEqual({ ready: true });
+  });
+
+  it("--probe-ready=readiness puts the readiness loss into Probe (ready:false); startup only until the checks first pass", async () => {
+    const socket = driverSocketPath();
+    await startDriver(socket);
+    const gw = await gateway(socket, ["--demo=ni-down", "--probe-ready=readiness"]);
+    await untilReadyz(gw, (x) => x.status === 503 && /\[-\]lnet-nets failed/.test(x.text), "lnet-nets failing");
+    expect(await probe(client(gw))).toEqual({ ready: false });
+
+    const node = fakeLnet({ base: "ni-down" });
+    nodes.push(node);
+    const st = await gateway(socket, ["--probe-ready=startup", `--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`], node.env);
+    const c = client(st);
+    await untilReadyz(st, (x) => x.status === 503 && /\[-\]lnet-nets failed/.test(x.text), "startup: lnet-nets failing");
+    expect(await probe(c)).toEqual({ ready: false });
+    node.update(healthyOutputs());
+    fs.rmSync(path.join(node.dir, "ping.err"), { force: true });
+    await untilReadyz(st, checksPass, "startup: checks pass once");
+    await eventually(() => probe(c), readyProbe, "startup: Probe ready once the checks have passed");
+    node.update({ netShow: { out: fs.readFileSync(path.join(ROOT, "gateway/demo/scenarios/ni-down/net_show.out"), "utf8") } });
+    await untilReadyz(st, (x) => x.status === 503, "startup: not ready again");
+    expect(await probe(c)).toEqual({ ready: true }); // started once: readiness no longer reaches Probe
   });
 });
 
 describe("gateway mode through the CLI: the driver comes up after probegate", () => {
   it("starts without the driver, says not ready and UNAVAILABLE naming the socket, then serves once the driver is up", async () => {
     const socket = driverSocketPath();
-    const gw = await gateway(socket, ["--demo=healthy"]);
+    const gw = await gateway(socket, ["--demo=healthy", `--driver-name=${DRIVER_NAME}`, "--upstream-timeout-cap=300ms"]);
     const c = client(gw);
-    // The local checks alone being fine must not make Probe ready without the driver.
+    // The local checks alone being fine must not make Probe ready without the driver:
+    // it is still initializing (ready:false), not broken (an error would restart it).
     await untilReadyz(gw, checksPass, "local checks ready");
     expect(await probe(c)).toEqual({ ready: false });
-    for (const p of ["/csi.v1.Identity/GetPluginInfo", "/csi.v1.Node/NodeGetInfo", STAGE]) {
-      const down = await rawCall(c, p, p === STAGE ? stageRequest() : new Uint8Array());
+    // What node-driver-registrar and the livenessprobe sidecar ask first, answered at once.
+    const early = await rawCall(c, "/csi.v1.Identity/GetPluginInfo", new Uint8Array());
+    expect(early.error).toBeUndefined();
+    expect(fromBinary(GetPluginInfoResponseSchema, early.response!).name).toBe(DRIVER_NAME);
+    for (const p of ["/csi.v1.Node/NodeGetInfo", STAGE]) {
+      const down = await rawCall(c, p, p === STAGE ? stageRequest() : new Uint8Array(), { deadline: Date.now() + 20_000 });
       expect(down.error?.code, p).toBe(grpc.status.UNAVAILABLE);
       expect(down.error?.details, p).toContain(socket);
+      expect(down.error?.details, p).toMatch(/has not started answering yet/);
     }
+    const verbose = await fetch(`http://${gw.http}/readyz?verbose`).then((r) => r.text());
+    expect(verbose).toMatch(/\[!\]upstream driver at .* has not answered yet; GetPluginInfo answered from --driver-name/);
 
     const driver = await startDriver(socket);
     await eventually(() => probe(c), readyProbe, "Probe ready once the driver is up", 30_000);

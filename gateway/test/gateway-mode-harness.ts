@@ -8,7 +8,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import type * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
-import { ProbeRequestSchema, ProbeResponseSchema } from "../gen/csi/v1/csi_pb.js";
+import { GetPluginInfoResponseSchema, ProbeRequestSchema, ProbeResponseSchema } from "../gen/csi/v1/csi_pb.js";
 import type { Condition, HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
 import { startGateway, type Gateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";
@@ -74,6 +74,13 @@ export class LogCapture {
   }
 }
 
+/** The fake driver answers GetPluginInfo with the name probegate is configured with (tests may re-script it). */
+function withName(d: FakeCsiDriver): FakeCsiDriver {
+  return d.script("/csi.v1.Identity/GetPluginInfo", {
+    message: toBinary(GetPluginInfoResponseSchema, create(GetPluginInfoResponseSchema, { name: "probegate.test" })),
+  });
+}
+
 export interface Harness {
   dir: string;
   csiSocket: string;
@@ -86,7 +93,7 @@ export interface Harness {
   gateway: Gateway;
   client: grpc.Client;
   /** Starts (or restarts) the fake driver on the private socket. */
-  startDriver(services?: readonly ServiceName[]): Promise<FakeCsiDriver>;
+  startDriver(services?: readonly ServiceName[], configure?: (d: FakeCsiDriver) => void): Promise<FakeCsiDriver>;
   close(): Promise<void>;
 }
 
@@ -108,6 +115,7 @@ export async function startHarness(opts: {
   const logs = new LogCapture(opts.logLevel ?? "trace");
   const upstream = createUpstreamGateway({
     upstream: `unix://${driverSocket}`,
+    driverName: "probegate.test",
     gate: new Set(opts.gate ?? ["node-stage", "node-publish"]),
     readiness,
     localProbe: new LocalProbeSource(readiness),
@@ -131,15 +139,16 @@ export async function startHarness(opts: {
     dir,
     csiSocket,
     driverSocket,
-    driver: new FakeCsiDriver(driverSocket, opts.services),
+    driver: withName(new FakeCsiDriver(driverSocket, opts.services)),
     readiness,
     metrics,
     logs,
     upstream,
     gateway,
     client: unixClient(csiSocket),
-    async startDriver(services) {
-      h.driver = new FakeCsiDriver(driverSocket, services ?? opts.services);
+    async startDriver(services, configure) {
+      h.driver = withName(new FakeCsiDriver(driverSocket, services ?? opts.services));
+      configure?.(h.driver);
       return h.driver.start();
     },
     async close() {
@@ -150,7 +159,18 @@ export async function startHarness(opts: {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  if (opts.driver !== false) await h.driver.start();
+  if (opts.driver !== false) {
+    await h.driver.start();
+    // Forwarding tests start from a driver probegate already knows; its own
+    // GetPluginInfo poll is not one of the calls they count.
+    const named = (opts.services ?? ["Identity"]).includes("Identity");
+    await eventually(
+      async () => h.upstream.status,
+      (st) => st.answeredOnce && (!named || st.upstreamDriverName !== undefined),
+      "upstream identity",
+    );
+    h.driver.calls.length = 0;
+  }
   return h;
 }
 

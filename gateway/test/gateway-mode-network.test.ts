@@ -91,6 +91,15 @@ async function gateway(driverSocket: string, extra: string[] = []): Promise<Gate
   // --gate=none: these tests are about where calls are served, not about readiness.
   const gw = await startGatewayProcess([`--upstream=unix://${driverSocket}`, "--gate=none", ...extra]);
   gateways.push(gw);
+  // probegate asks the driver's GetPluginInfo once at start (to forward it from
+  // then on); that call is its own, not one a test made: wait for it, then forget it.
+  const driver = drivers.find((d) => d.socketPath === driverSocket);
+  if (driver) {
+    const until = Date.now() + 20_000;
+    while (driver.callsTo("/csi.v1.Identity/GetPluginInfo").length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+    expect(driver.callsTo("/csi.v1.Identity/GetPluginInfo"), "probegate's start-up identity call").toHaveLength(1);
+    driver.calls.length = 0;
+  }
   return gw;
 }
 

@@ -217,17 +217,33 @@ describe("gateway mode: Probe and upstream availability", () => {
   it("opens before the driver: initializing, then ready when it comes up, UNAVAILABLE naming the socket when it goes away, and recovers", async () => {
     h = await startHarness({ driver: false });
     expect(await probe(h.client)).toEqual({ ready: false });
-    const down = await rawCall(h.client, "/csi.v1.Identity/GetPluginInfo", new Uint8Array());
-    expect(down.error?.code).toBe(grpc.status.UNAVAILABLE);
-    expect(down.error?.details).toContain(h.driverSocket);
+    // The registrar and the livenessprobe sidecar call GetPluginInfo once at start
+    // and exit if it fails: probegate answers it from --driver-name meanwhile.
+    const early = await rawCall(h.client, "/csi.v1.Identity/GetPluginInfo", new Uint8Array());
+    expect(early.error).toBeUndefined();
+    expect(fromBinary(GetPluginInfoResponseSchema, early.response!).name).toBe("probegate.test");
+    expect(h.upstream.status).toMatchObject({ answeredOnce: false, driverName: "probegate.test", upstreamDriverName: undefined });
+    // Other calls wait for the driver within their deadline, then fail saying why.
+    const held = await rawCall(h.client, "/csi.v1.Node/NodeGetInfo", new Uint8Array(), { deadline: Date.now() + 400 });
+    expect([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]).toContain(held.error?.code);
+    // A call in flight when the driver comes up goes through.
+    const pending = rawCall(h.client, "/csi.v1.Node/NodeGetCapabilities", new Uint8Array(), { deadline: Date.now() + 60_000 });
 
-    await h.startDriver();
-    h.driver.script("/csi.v1.Identity/GetPluginInfo", {
-      message: toBinary(GetPluginInfoResponseSchema, create(GetPluginInfoResponseSchema, { name: "azurelustre.csi.azure.com", vendorVersion: "v0.1" })),
-    });
+    await h.startDriver(undefined, (d) =>
+      d.script("/csi.v1.Identity/GetPluginInfo", {
+        message: toBinary(GetPluginInfoResponseSchema, create(GetPluginInfoResponseSchema, { name: "azurelustre.csi.azure.com", vendorVersion: "v0.1" })),
+      }),
+    );
     await eventually(() => probe(h!.client), (v) => "ready" in v && v.ready, "probe after driver start");
+    expect((await pending).error).toBeUndefined();
+    expect(h.driver.callsTo("/csi.v1.Node/NodeGetCapabilities")).toHaveLength(1);
+    // Once the driver has said its name, GetPluginInfo is the driver's; a different name is logged, counted and shown.
+    await eventually(async () => h!.upstream.status.upstreamDriverName, (v) => v === "azurelustre.csi.azure.com", "upstream name");
     const info = await rawCall(h.client, "/csi.v1.Identity/GetPluginInfo", new Uint8Array());
     expect(fromBinary(GetPluginInfoResponseSchema, info.response!).name).toBe("azurelustre.csi.azure.com");
+    expect(h.logs.text).toMatch(/upstream driver name differs from --driver-name/);
+    expect(await h.metrics.registry.getSingleMetricAsString("probegate_upstream_driver_name_mismatch_total")).toMatch(/ 1$/m);
+    expect(h.upstream.healthNotes().join("\n")).toContain(`"azurelustre.csi.azure.com" differs from --driver-name "probegate.test"`);
 
     await h.driver.stop();
     const gone = await eventually(() => probe(h!.client), (v) => "code" in v, "probe after driver stop");

@@ -81,6 +81,11 @@ describe("flags", () => {
     [["--quarantine-backoff=1m", "--quarantine-backoff-max=30s"], /--quarantine-backoff-max: must not be shorter than --quarantine-backoff/],
     [["--quarantine-backoff=soon"], /--quarantine-backoff: invalid duration "soon"/],
     [["--plugins-dir=/x", "--plugins-dir=/x"], /--plugins-dir: \/x is given twice/],
+    [["--probe-ready=upstream"], /^probegate: --probe-ready=upstream: needs --upstream/],
+    [["--probe-ready=sometimes"], /^probegate: --probe-ready: expected upstream, startup, readiness, got "sometimes"\n$/],
+    [["--exec-in-process=/app/azurelustreplugin"], /^probegate: --exec-in-process: expected an executable name \(no '\/', no spaces\)/],
+    [["--exec-in-process=azurelustreplugin", "--command-prefix=nsenter --target 1 --mount --"], /--exec-in-process and --command-prefix cannot be combined/],
+    [["--require-checks=lnet-nets,../x"], /^probegate: --require-checks: invalid check name "..\/x"\n$/],
     [["stray"], /unexpected argument "stray"/],
   ])("%j → one line naming the flag, exit 2", async (args, message) => {
     const r = await runProbegate(args as string[]);

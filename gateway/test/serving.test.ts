@@ -50,7 +50,7 @@ describe.each(Object.entries(transports))("%s", (_name, makeTransport) => {
     const info = await identity.getPluginInfo({});
     expect(info.name).toBe("lustre.csi.example.com");
     expect(info.vendorVersion).toBe("9.9.9");
-    expect(info.manifest["probegate.mode"]).toBe("node");
+    expect(info.manifest["probegate.mode"]).toBe("controller"); // the helper runs check-less gateways in controller mode (a check-less node is NoChecks)
 
     const caps = await identity.getPluginCapabilities({});
     expect(caps.capabilities.map((c) => c.type.case)).toEqual(["service", "volumeExpansion"]);

@@ -5,11 +5,11 @@
 // the image), so what the tests render is what `kubectl apply -k` applies from
 // a clean checkout.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseAllDocuments, parse } from "yaml";
-import { DEPLOY, KUSTOMIZE_DIR } from "./paths.js";
+import { DEPLOY, KUSTOMIZE_DIR, REPO } from "./paths.js";
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: any };
 
@@ -30,6 +30,23 @@ export function renderer(): { cmd: string; args: (dir: string) => string[]; vers
   }
   const version = JSON.parse(out).kustomizeVersion ?? "unknown";
   return { cmd: "kubectl", args: (dir) => ["kustomize", dir], version };
+}
+
+/** Volume checks (volume-*) run only in gateway mode. */
+export const isVolumePlugin = (file: string) => path.basename(file).startsWith("volume-");
+
+/**
+ * The node checks the image bundles, as NAME.wasm: every plugins/<name>/
+ * with an index.ts but the volume checks (read from the source tree, so it
+ * holds before a build too).
+ */
+export function listedPlugins(): string[] {
+  const dir = path.join(REPO, "plugins");
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && !["sdk", "test", "fixtures", "node_modules"].includes(d.name) && existsSync(path.join(dir, d.name, "index.ts")))
+    .map((d) => `${d.name}.wasm`)
+    .filter((f) => !isVolumePlugin(f))
+    .sort();
 }
 
 /** File names the base's probegate-plugins generator lists (plugin configurations). */
@@ -54,9 +71,20 @@ export function renderDir(dir: string): Rendered {
   return { docs: docs.filter(Boolean) };
 }
 
-/** Renders a directory of deploy/kustomize (e.g. "base", "overlays/example") in place. */
-export function render(relDir: string): Rendered {
-  return renderDir(path.join(KUSTOMIZE_DIR, relDir));
+/**
+ * Renders a directory of deploy/kustomize (e.g. "base", "overlays/example") in
+ * place; with `extraFiles` (path relative to deploy/kustomize → content, e.g.
+ * a test overlay), in a copy with those files written first.
+ */
+export function render(relDir: string, extraFiles: Record<string, string> = {}): Rendered {
+  if (Object.keys(extraFiles).length === 0) return renderDir(path.join(KUSTOMIZE_DIR, relDir));
+  return renderEdited(path.join("kustomize", relDir), (copy) => {
+    for (const [rel, text] of Object.entries(extraFiles)) {
+      const file = path.join(copy, "kustomize", rel);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, text);
+    }
+  });
 }
 
 /** Renders a directory of deploy/ (e.g. "gateway-mode") in place. */

@@ -69,6 +69,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       sysfs: host.sysfs,
       sourcesFile: cfg.sourcesFile,
       commandPrefix: cfg.commandPrefix,
+      execInProcess: cfg.execInProcess,
       env: host.env,
       logger,
       metrics,
@@ -89,6 +90,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     quarantineAfter: cfg.quarantineAfter,
     quarantineBackoffMs: cfg.quarantineBackoffMs,
     quarantineBackoffMaxMs: cfg.quarantineBackoffMaxMs,
+    requiredChecks: cfg.requireChecks,
     logger,
     metrics,
   });
@@ -105,6 +107,8 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     describe: {
       pluginsDirs,
       demo: host.demo ?? "off",
+      ...(cfg.execInProcess ? { execInProcess: cfg.execInProcess } : {}),
+      ...(cfg.requireChecks.length ? { requireChecks: cfg.requireChecks } : {}),
       procfs: host.procfs,
       sysfs: host.sysfs,
       checkIntervalMs: cfg.checkIntervalMs,

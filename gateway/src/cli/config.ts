@@ -11,6 +11,8 @@ export class UsageError extends Error {}
 
 export type Mode = "node" | "controller";
 export type GateName = "node-stage" | "node-publish";
+export type ProbeReady = "upstream" | "startup" | "readiness";
+const PROBE_READY: readonly ProbeReady[] = ["upstream", "startup", "readiness"];
 
 export interface Config {
   help: boolean;
@@ -35,6 +37,9 @@ export interface Config {
   sysfs: string;
   sourcesFile?: string;
   commandPrefix?: string[];
+  execInProcess?: string;
+  requireChecks: string[];
+  probeReady: ProbeReady;
   demo: string;
   upstream?: Endpoint;
   gate: Set<GateName>;
@@ -168,6 +173,27 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const commandPrefix = prefixRaw === undefined ? undefined : prefixRaw.split(/\s+/).filter(Boolean);
   if (commandPrefix && commandPrefix.length === 0) throw new UsageError("--command-prefix: must name a program");
 
+  const execInProcess = str("exec-in-process");
+  if (execInProcess !== undefined) {
+    // A process's executable name: no path, nothing a shell or /proc lookup could misread.
+    if (!/^[^/\0\s]{1,255}$/.test(execInProcess)) {
+      throw new UsageError(`--exec-in-process: expected an executable name (no '/', no spaces), got "${execInProcess}"`);
+    }
+    if (commandPrefix) throw new UsageError("--exec-in-process and --command-prefix cannot be combined (each decides where commands run)");
+  }
+
+  const requireChecks = [...new Set((str("require-checks") ?? "").split(",").map((s) => s.trim()).filter(Boolean))];
+  for (const n of requireChecks) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(n)) throw new UsageError(`--require-checks: invalid check name "${n}"`);
+  }
+
+  const probeReadyRaw = str("probe-ready") ?? (upstream ? "upstream" : "readiness");
+  if (!PROBE_READY.includes(probeReadyRaw as ProbeReady)) {
+    throw new UsageError(`--probe-ready: expected ${PROBE_READY.join(", ")}, got "${probeReadyRaw}"`);
+  }
+  if (probeReadyRaw === "upstream" && !upstream) throw new UsageError("--probe-ready=upstream: needs --upstream (it follows the upstream driver's Probe)");
+  const probeReady = probeReadyRaw as ProbeReady;
+
   const demo = str("demo") ?? "off";
   if (demo !== "off" && demo !== "auto" && !/^[a-z0-9-]+$/.test(demo)) throw new UsageError(`--demo: invalid scenario "${demo}"`);
 
@@ -192,6 +218,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     sysfs: str("path.sysfs") ?? "/sys",
     sourcesFile: str("sources"),
     commandPrefix,
+    execInProcess,
+    requireChecks,
+    probeReady,
     demo,
     upstream,
     gate,

@@ -37,9 +37,11 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
   const { EngineVolumeChecker } = await import("../upstream/engine-volume-checker.js");
   return createUpstreamGateway({
     upstream: endpoint.display,
+    driverName: cfg.driverName,
     gate: cfg.gate,
     readiness: checks.engine,
-    localProbe: new LocalProbeSource(checks.engine),
+    // --probe-ready=upstream: the driver's own ready field; only liveness checks can fail Probe.
+    localProbe: new LocalProbeSource(checks.engine, cfg.probeReady === "upstream" ? "liveness" : cfg.probeReady),
     volumeChecker: new EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
     logger,
     metrics,
@@ -120,7 +122,8 @@ export async function main(argv: string[]): Promise<number> {
       metrics,
       readMaxBytes: cfg.maxRequestBytes,
       csiOnlyRoutes: upstream ? [upstream.route] : [],
-      probe: upstream?.probe,
+      probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
+      healthNotes: upstream?.healthNotes,
       csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
@@ -144,6 +147,7 @@ export async function main(argv: string[]): Promise<number> {
       driverName: cfg.driverName,
       upstream: upstream?.upstream ?? "none",
       gate: [...cfg.gate],
+      probeReady: cfg.probeReady,
       ...checks.describe,
     },
     "probegate started",

@@ -4,6 +4,7 @@ import { PluginRuntime, type CheckOutcome, type PluginConfigState, type PluginSe
 import { SingleFlight } from "../runtime/single-flight.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { buildCheckInput } from "./check-input.js";
+import { coverageGaps } from "./coverage.js";
 import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
 import type { SourceCatalog, SourceResult } from "./sources/index.js";
 import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
@@ -29,6 +30,8 @@ export interface CheckEngineOptions {
   /** Directory watcher tuning (defaults 150 ms / 2 s). */
   watchDebounceMs?: number;
   watchPollMs?: number;
+  /** Check names that must be loaded and scheduled; a missing one fails readiness with CheckMissing. */
+  requiredChecks?: readonly string[];
 }
 
 export interface PluginListing {
@@ -70,6 +73,9 @@ export class CheckEngine implements ReadinessProvider {
   private firstRoundDone = false;
   private generation = 0;
   private lastSignature = "";
+  /** When each coverage gap (NoChecks, CheckMissing) was first seen. */
+  private readonly gapSince = new Map<string, string>();
+  private lastGaps = "";
   private snap: HealthSnapshot;
   private timer: NodeJS.Timeout | null = null;
   private started = false;
@@ -276,10 +282,30 @@ export class CheckEngine implements ReadinessProvider {
 
   /** Recomputes the snapshot; bumps generation and notifies only when something that matters changed. */
   private publish(initial = false): HealthSnapshot {
-    const conds = [...this.conditions.values()].sort((a, b) => a.condition.name.localeCompare(b.condition.name));
-    const { refusals: pluginRefusals, overrides } = this.runtime.current();
+    const set = this.runtime.current();
+    const { overrides } = set;
+    const pluginRefusals = set.refusals;
     // A refused --sources edit shows beside refused plugins: the same `[!]` line, the same JSON list.
     const refusals = [...pluginRefusals, ...(this.opts.catalog.problems?.() ?? [])];
+    // Before the plugin directory has been read, nothing is missing yet.
+    const gaps = !this.started ? [] : coverageGaps(
+      {
+        mode: this.opts.mode,
+        scheduled: this.scheduled(set).map((p) => ({ name: p.manifest.name, probe: p.manifest.probe })),
+        refusals: pluginRefusals,
+        required: this.opts.requiredChecks ?? [],
+        pluginsDir: this.runtime.directories().join(", ") || undefined,
+      },
+      this.gapSince,
+      new Date().toISOString(),
+    );
+    const gapKey = gaps.map((g) => `${g.condition.name}:${g.condition.reason}`).join(",");
+    if (!initial && gapKey !== this.lastGaps) {
+      this.lastGaps = gapKey;
+      if (gaps.length) this.log.warn({ gaps: gaps.map((g) => ({ check: g.condition.name, reason: g.condition.reason, message: g.condition.message })) }, "checks missing: not ready");
+      else this.log.info("no checks missing");
+    }
+    const conds = [...this.conditions.values(), ...gaps].sort((a, b) => a.condition.name.localeCompare(b.condition.name));
     const verdict = judge(conds.map((t) => t.condition), this.firstRoundDone);
     const sig = signature(verdict, conds, refusals) + JSON.stringify(overrides);
     const changed = sig !== this.lastSignature;

@@ -20,7 +20,7 @@ const ENDPOINTS: Record<string, EndpointSpec> = {
   "/livez": { probe: "liveness", okBody: "alive", failBody: "not alive", name: "livez" },
 };
 
-export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics }): Hono {
+export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics; notes?: () => string[] }): Hono {
   const { readiness, metrics } = opts;
   const app = new Hono();
 
@@ -42,13 +42,14 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
           conditions: s.conditions,
           refusals: s.refusals,
           overrides: s.overrides ?? [],
+          notes: opts.notes?.() ?? [],
         },
         status,
       );
     }
     if (c.req.query("verbose") !== undefined) {
       const verdict = `${spec.name} check ${view.ok ? "passed" : "failed"}`;
-      return c.text([...view.lines, verdict, ""].join("\n"), status);
+      return c.text([...view.lines, ...(opts.notes?.() ?? []), verdict, ""].join("\n"), status);
     }
     return c.text(view.ok ? spec.okBody : spec.failBody, status);
   };

@@ -17,9 +17,36 @@ export interface ProbeSource {
   answer(): ProbeAnswer | Promise<ProbeAnswer>;
 }
 
-/** Probe from local checks only: liveness failures are errors, readiness is the ready field. */
+/**
+ * What the ready field follows (--probe-ready). A failing liveness check is an
+ * error in every policy; they differ only in how readiness reaches Probe:
+ * - readiness: the readiness checks, always;
+ * - startup: false until the readiness checks have passed once, then true;
+ * - liveness: never (always true): readiness shows in /readyz and gating instead.
+ *   Gateway mode's default, `--probe-ready=upstream`, is this combined with the
+ *   driver's own Probe: the livenessprobe sidecar turns ready:false into a failed
+ *   liveness check, and a restart cannot bring LNet back.
+ */
+export type LocalProbePolicy = "readiness" | "startup" | "liveness";
+
+/** Probe from local checks: liveness failures are errors, the ready field follows the policy. */
 export class LocalProbeSource implements ProbeSource {
-  constructor(private readonly readiness: ReadinessProvider) {}
+  private startedOnce = false;
+
+  constructor(
+    private readonly readiness: ReadinessProvider,
+    private readonly policy: LocalProbePolicy = "readiness",
+  ) {
+    if (policy === "startup") {
+      // Latched from every published snapshot, not only those a Probe happens to see.
+      const unsubscribe = readiness.subscribe((s) => {
+        if (s.ready) {
+          this.startedOnce = true;
+          unsubscribe();
+        }
+      });
+    }
+  }
 
   answer(): ProbeAnswer {
     const s = this.readiness.snapshot();
@@ -29,6 +56,14 @@ export class LocalProbeSource implements ProbeSource {
         .join("; ");
       return { kind: "error", code: Code.FailedPrecondition, message: `unhealthy: ${list || "liveness check failing"}` };
     }
-    return { kind: "ok", ready: s.ready };
+    switch (this.policy) {
+      case "readiness":
+        return { kind: "ok", ready: s.ready };
+      case "startup":
+        if (s.ready) this.startedOnce = true;
+        return { kind: "ok", ready: this.startedOnce };
+      case "liveness":
+        return { kind: "ok", ready: true };
+    }
   }
 }

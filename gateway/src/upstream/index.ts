@@ -5,15 +5,18 @@ import type { ProbeSource } from "../services/probe-source.js";
 import { parseEndpoint } from "../transport/endpoint.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import { UpstreamConnection } from "./connection.js";
+import { IdentityWatch } from "./identity.js";
 import type { GateName } from "./methods.js";
 import { UpstreamMetrics } from "./metrics.js";
 import { UpstreamProbeSource } from "./probe.js";
 import { createProxyRoute } from "./proxy.js";
+import { UpstreamStatus, type UpstreamStatusView } from "./status.js";
 import type { VolumeChecker } from "./volume-checker.js";
 
 export { parseGates } from "./gating.js";
 export { GATE_NAMES, type GateName } from "./methods.js";
 export { UpstreamProbeSource } from "./probe.js";
+export { UpstreamStatus, type UpstreamStatusView } from "./status.js";
 export { redactedJson, REDACTED } from "./redact.js";
 export type { VolumeChecker, VolumeRef, VolumeVerdict } from "./volume-checker.js";
 
@@ -22,6 +25,8 @@ export const DEFAULT_TIMEOUT_CAP_MS = 120_000;
 export interface UpstreamGatewayOptions {
   /** `unix:///csi/driver.sock` or `tcp://host:port` (parsed like --csi-endpoint). */
   upstream: string;
+  /** --driver-name: what GetPluginInfo says until the driver answers it. */
+  driverName: string;
   /** Calls refused while the node is not ready; gateway mode defaults to both. */
   gate: ReadonlySet<GateName>;
   readiness: ReadinessProvider;
@@ -47,6 +52,10 @@ export interface UpstreamGateway {
   probe: ProbeSource;
   /** Display form of the upstream endpoint, for logs. */
   upstream: string;
+  /** The driver's start-up state and name (for reporters that need the driver name). */
+  status: UpstreamStatusView;
+  /** Extra lines for /readyz?verbose (e.g. a driver name mismatch). */
+  healthNotes(): string[];
   close(): Promise<void>;
 }
 
@@ -57,8 +66,12 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     metrics.connected.set(up ? 1 : 0);
     opts.logger.info({ upstream: endpoint.display }, up ? "connected to upstream CSI driver" : "lost connection to upstream CSI driver");
   });
+  const status = new UpstreamStatus(opts.driverName);
+  const identity = new IdentityWatch({ conn, status, metrics, logger: opts.logger });
+  identity.start();
   const route = createProxyRoute({
     conn,
+    status,
     gates: opts.gate,
     readiness: opts.readiness,
     volumeChecker: opts.volumeChecker,
@@ -69,11 +82,28 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
   });
   const probe = new UpstreamProbeSource({
     conn,
+    status,
     local: opts.localProbe,
     metrics,
     logger: opts.logger,
     timeoutMs: opts.probeTimeoutMs,
     cacheMs: opts.probeCacheMs,
   });
-  return { route, probe, upstream: endpoint.display, close: () => conn.close() };
+  const healthNotes = () =>
+    status.nameMismatch
+      ? [`[!]upstream driver name ${JSON.stringify(status.upstreamDriverName)} differs from --driver-name ${JSON.stringify(status.configuredDriverName)}; GetPluginInfo forwards the upstream's`]
+      : status.answeredOnce
+        ? []
+        : [`[!]upstream driver at ${endpoint.display} has not answered yet; GetPluginInfo answered from --driver-name`];
+  return {
+    route,
+    probe,
+    upstream: endpoint.display,
+    status,
+    healthNotes,
+    close: () => {
+      identity.stop();
+      return conn.close();
+    },
+  };
 }

@@ -6,6 +6,7 @@ const FORWARDED_PREFIXES = ["/csi.v1.Controller/", "/csi.v1.Node/", "/csi.v1.Gro
 const FORWARDED_IDENTITY = new Set(["/csi.v1.Identity/GetPluginInfo", "/csi.v1.Identity/GetPluginCapabilities"]);
 
 export const PROBE_PATH = "/csi.v1.Identity/Probe";
+export const GET_PLUGIN_INFO_PATH = "/csi.v1.Identity/GetPluginInfo";
 export const NODE_STAGE_PATH = "/csi.v1.Node/NodeStageVolume";
 export const NODE_PUBLISH_PATH = "/csi.v1.Node/NodePublishVolume";
 export const NODE_GET_VOLUME_STATS_PATH = "/csi.v1.Node/NodeGetVolumeStats";

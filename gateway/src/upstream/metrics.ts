@@ -10,6 +10,7 @@ export class UpstreamMetrics {
   readonly probes: Counter<"result">;
   readonly connected: Gauge;
   readonly volumeConditions: Counter<"result">;
+  readonly nameMismatches: Counter;
 
   private constructor(m: Metrics) {
     const registers = [m.registry];
@@ -53,6 +54,11 @@ export class UpstreamMetrics {
       name: "probegate_volume_condition_total",
       help: "NodeGetVolumeStats replies given a volume condition, by result (normal, abnormal, upstream_abnormal, skipped).",
       labelNames: ["result"] as const,
+      registers,
+    });
+    this.nameMismatches = new Counter({
+      name: "probegate_upstream_driver_name_mismatch_total",
+      help: "Times the upstream driver's GetPluginInfo name differed from --driver-name.",
       registers,
     });
   }

@@ -7,6 +7,7 @@ import { unavailableMessage, type UpstreamConnection } from "./connection.js";
 import { statusName } from "./grpc-status.js";
 import { PROBE_PATH } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
+import type { UpstreamStatus } from "./status.js";
 import { unaryCall } from "./unary.js";
 
 const PROBE_REQUEST = toBinary(ProbeRequestSchema, create(ProbeRequestSchema));
@@ -18,6 +19,8 @@ type UpstreamVerdict =
 
 export interface UpstreamProbeOptions {
   conn: UpstreamConnection;
+  /** Shared start-up state: until the driver has answered once it is still starting. */
+  status: UpstreamStatus;
   local: ProbeSource;
   metrics: UpstreamMetrics;
   logger: Logger;
@@ -30,20 +33,21 @@ export interface UpstreamProbeOptions {
 /**
  * Probe in gateway mode: the driver's own Probe combined with the local checks.
  * Driver error → that error; driver ready:false → ready:false; otherwise the
- * local verdict. Upstream calls are single-flight and cached briefly, so a
+ * local verdict (which --probe-ready shapes: by default only liveness checks
+ * count). Before the driver has answered anything, unreachable → ready:false. Upstream calls are single-flight and cached briefly, so a
  * burst of pollers costs one upstream call; a cached answer returns synchronously.
  */
 export class UpstreamProbeSource implements ProbeSource {
   private cached: { verdict: UpstreamVerdict; at: number } | undefined;
   private inflight: Promise<UpstreamVerdict> | undefined;
-  /** Until the driver has answered once it is still starting: Probe says initializing, not broken. */
-  private answeredOnce = false;
   private readonly timeoutMs: number;
   private readonly cacheMs: number;
 
   constructor(private readonly opts: UpstreamProbeOptions) {
     this.timeoutMs = opts.timeoutMs ?? 3000;
     this.cacheMs = opts.cacheMs ?? 1000;
+    // A cached "unreachable" from before the driver's first answer meant "starting"; after it, it would mean "dead".
+    opts.status.subscribe(() => (this.cached = undefined));
   }
 
   answer(): ProbeAnswer | Promise<ProbeAnswer> {
@@ -57,7 +61,8 @@ export class UpstreamProbeSource implements ProbeSource {
       case "error":
         return { kind: "error", code: v.code, message: v.message };
       case "unreachable":
-        if (!this.answeredOnce) return { kind: "ok", ready: false };
+        // Still starting (the Azure Lustre driver installs its client for minutes): initializing, not broken.
+        if (!this.opts.status.answeredOnce) return { kind: "ok", ready: false };
         return { kind: "error", code: Code.Unavailable, message: v.message };
       case "ok":
         return v.ready ? this.opts.local.answer() : { kind: "ok", ready: false };
@@ -83,7 +88,7 @@ export class UpstreamProbeSource implements ProbeSource {
       logger.debug({ err: r.error, upstream: conn.display }, "upstream Probe unreachable");
       return { kind: "unreachable", message: unavailableMessage(conn.display, r.error) };
     }
-    this.answeredOnce = true;
+    this.opts.status.markAnswered();
     if (r.status !== 0) {
       metrics.probes.inc({ result: "error" });
       return {

@@ -9,6 +9,7 @@ import { encodeGrpcMessage, respondStatus, Status, statusForRstCode, statusName,
 import { formatGrpcTimeout, parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import { volumeRefFromRequest, withVolumeCondition, withVolumeConditionCapability } from "./intercept.js";
 import {
+  GET_PLUGIN_INFO_PATH,
   isForwardedPath,
   methodInfo,
   NODE_GET_CAPABILITIES_PATH,
@@ -18,12 +19,14 @@ import {
 } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
 import { redactedJson } from "./redact.js";
+import type { UpstreamStatus } from "./status.js";
 import type { VolumeChecker, VolumeVerdict } from "./volume-checker.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
 export interface ProxyDeps {
   conn: UpstreamConnection;
+  status: UpstreamStatus;
   gates: ReadonlySet<GateName>;
   readiness: ReadinessProvider;
   volumeChecker?: VolumeChecker;
@@ -62,6 +65,8 @@ export function createProxyRoute(deps: ProxyDeps): StreamRoute {
   return (stream, headers) => {
     const path = headers[":path"];
     if (typeof path !== "string" || !isForwardedPath(path) || !isGrpc(headers)) return false;
+    // Until the driver has told us its name, probegate answers GetPluginInfo itself (from --driver-name).
+    if (path === GET_PLUGIN_INFO_PATH && deps.status.upstreamDriverName === undefined) return false;
     new ForwardedCall(deps, stream, headers, path, gated.has(path)).start();
     return true;
   };
@@ -132,6 +137,28 @@ class ForwardedCall {
       this.fail(Status.DEADLINE_EXCEEDED, "deadline exceeded before the call was forwarded");
       return;
     }
+    if (!deps.status.answeredOnce) {
+      // The driver is still starting: hold the call (within its deadline) rather
+      // than fail it, so kubelet's NodeGetInfo at registration does not make the
+      // registrar exit. The request body waits in the stream's buffer meanwhile.
+      stream.pause();
+      const t0 = performance.now();
+      void deps.status.waitForAnswer(timeoutMs).then((answered) => {
+        if (this.finished) return;
+        if (!answered) {
+          this.fail(Status.UNAVAILABLE, `upstream CSI driver at ${deps.conn.display} has not started answering yet`);
+          return;
+        }
+        // forward() pipes the stream, which resumes it.
+        this.forward(Math.max(1, timeoutMs - Math.round(performance.now() - t0)));
+      });
+      return;
+    }
+    this.forward(timeoutMs);
+  }
+
+  private forward(timeoutMs: number): void {
+    const { deps, stream } = this;
 
     const out: http2.OutgoingHttpHeaders = {
       ":method": "POST",

@@ -51,13 +51,17 @@ export async function startGatewayProcess(
   const socket = opts.socket ?? path.join(tempDir(), "csi.sock");
   // Tests of the serving stack run with no checks (an empty plugin directory),
   // so readiness is deterministic on any machine; tests of checks pass their own.
+  // A node with no readiness check is never ready (NoChecks), so these run in
+  // controller mode unless the test chose a mode.
   const noChecks = !args.some((a) => a.startsWith("--plugins-dir") || a.startsWith("--demo"));
+  const modeChosen = args.some((a) => a.startsWith("--mode"));
   const fullArgs = [
     BIN,
     `--csi-endpoint=unix://${socket}`,
     "--http-endpoint=127.0.0.1:0",
     "--log-level=debug",
     ...(noChecks ? [`--plugins-dir=${tempDir("probegate-no-plugins-")}`] : []),
+    ...(noChecks && !modeChosen ? ["--mode=controller"] : []),
     ...args,
   ];
   const child = spawn(process.execPath, fullArgs, {

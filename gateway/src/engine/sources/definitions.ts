@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
 import { runCommand, type CommandResult, type Outcome } from "./run-command.js";
+import type { ProcessNamespace } from "./process-namespace.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
 
 /** What running a source produced: a command's result shape, shared by file sources. */
@@ -43,6 +44,8 @@ export interface RunContext {
   env: NodeJS.ProcessEnv;
   /** e.g. nsenter into the host namespaces; prepended to every command. */
   commandPrefix: readonly string[];
+  /** --exec-in-process: a prefix found anew for each run (the target process may have restarted). */
+  namespace?: Pick<ProcessNamespace, "prefix" | "describe" | "procfs" | "name">;
 }
 
 export interface FactParam {
@@ -76,10 +79,10 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
     ttlMs: spec.ttlMs,
     timeoutMs: spec.timeoutMs,
     params,
-    argv: [...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
+    argv: [...(ctx.namespace?.describe() ?? []), ...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
     replay: {
       kind: "command",
-      program: String(ctx.commandPrefix[0] ?? spec.argv[0]),
+      program: String(ctx.namespace?.describe()[0] ?? ctx.commandPrefix[0] ?? spec.argv[0]),
       label: spec.label,
       timeoutMs: spec.timeoutMs,
       maxOutputBytes: spec.maxOutputBytes,
@@ -98,14 +101,21 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
       }
       return {
         key: argv.join("\0"),
-        run: () =>
-          runCommand({
-            argv,
+        run: async () => {
+          let full = argv;
+          if (ctx.namespace) {
+            const ns = await ctx.namespace.prefix();
+            if (!ns.ok) return { ok: false, exitCode: null, stdout: "", stderr: "", error: ns.error, truncated: false, outcome: "error" };
+            full = [...ns.argv, ...argv];
+          }
+          return runCommand({
+            argv: full,
             label: spec.label,
             timeoutMs: spec.timeoutMs,
             maxOutputBytes: spec.maxOutputBytes,
             env: ctx.env,
-          }),
+          });
+        },
       };
     },
   };
@@ -119,15 +129,44 @@ export function fileSource(name: string, path: string, ttlMs: number, maxOutputB
     params: [],
     path,
     replay: { kind: "file", path, maxOutputBytes },
+    prepare: () => ({ key: "", run: () => readFileSource(path, maxOutputBytes) }),
+  };
+}
+
+/**
+ * A per-process procfs file of the --exec-in-process target, e.g. its
+ * `mounts`: the mount table of the namespace the commands run in, which is
+ * where a driver that mounts volumes itself keeps them.
+ */
+export function processFileSource(
+  name: string,
+  ns: Pick<ProcessNamespace, "prefix" | "procfs" | "name">,
+  file: string,
+  ttlMs: number,
+  maxOutputBytes: number,
+): SourceDef {
+  return {
+    name,
+    kind: "file",
+    ttlMs,
+    params: [],
+    path: join(ns.procfs, `{pid of ${ns.name}}`, file),
+    replay: { kind: "file", path: join(ns.procfs, `{pid of ${ns.name}}`, file), maxOutputBytes },
     prepare: () => ({
       key: "",
       run: async () => {
-        const r = await readCapped(path, maxOutputBytes);
-        if (!r.ok) return fileFailure(r.error, "");
-        return fileOutput(r.text, r.truncated, maxOutputBytes, path);
+        const found = await ns.prefix();
+        if (!found.ok) return fileFailure(found.error, "");
+        return readFileSource(join(ns.procfs, String(found.pid), file), maxOutputBytes);
       },
     }),
   };
+}
+
+async function readFileSource(path: string, maxOutputBytes: number): Promise<Produced> {
+  const r = await readCapped(path, maxOutputBytes);
+  if (!r.ok) return fileFailure(r.error, "");
+  return fileOutput(r.text, r.truncated, maxOutputBytes, path);
 }
 
 function fileFailure(error: string, stdout: string): Produced {

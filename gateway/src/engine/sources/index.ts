@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
+import { ProcessNamespace } from "./process-namespace.js";
 import type { CommandResult } from "./run-command.js";
 import type { CustomSourceConfig } from "./sources-file.js";
 import { SourcesFileError } from "./sources-file-error.js";
@@ -17,6 +18,7 @@ import {
   globFileSource,
   NID_PARAM,
   operstateSource,
+  processFileSource,
   type Produced,
   type RunContext,
   type SourceDef,
@@ -71,6 +73,8 @@ export interface SourceCatalogOptions {
   sysfs: string;
   sourcesFile?: string;
   commandPrefix?: string[];
+  /** Run commands in the mount namespace of the newest process with this executable name (under procfs). */
+  execInProcess?: string;
   logger: Logger;
   metrics?: Metrics;
   /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
@@ -125,7 +129,12 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
     fileSource("proc.modules", join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
     // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
     // host's procfs this is the host's mount table, whose paths kubelet passes us.
-    fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
+    // With --exec-in-process it is the target's table instead: the driver mounts
+    // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
+    // in a pod with shareProcessNamespace PID 1 is only the pause container.
+    ctx.namespace
+      ? processFileSource("proc.mounts", ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
+      : fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
     operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
   ];
 }
@@ -157,7 +166,11 @@ export class SourceCatalog {
   /** Loads and validates the --sources file; throws SourcesFileError naming file, line and field. */
   static async create(opts: SourceCatalogOptions): Promise<SourceCatalog> {
     const d: SourceDefaults = { ...SOURCE_DEFAULTS, ...stripUndefined(opts.defaults ?? {}) };
-    const ctx: RunContext = { env: opts.env ?? process.env, commandPrefix: [...(opts.commandPrefix ?? [])] };
+    const ctx: RunContext = {
+      env: opts.env ?? process.env,
+      commandPrefix: [...(opts.commandPrefix ?? [])],
+      ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
+    };
     const defs = await buildDefs(opts, d, ctx);
     const log = opts.logger.child({ component: "sources" });
     return new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);

@@ -1,0 +1,183 @@
+// The azurelustre-gateway component over manifests shaped like the Azure Lustre
+// CSI driver's (deploy/examples/azurelustre/driver/, written for these tests),
+// rendered with a real kustomize from the example kustomization, as an operator
+// would. The driver's objects must come out unchanged but for the wiring the
+// component exists for.
+import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { BUILT, DEPLOY, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
+import { listedPlugins, renderer, type K8sObject } from "./lib/render.js";
+import { unknownFields } from "./lib/strict.js";
+import { expand, flagsOf } from "./lib/workloads.js";
+
+const EXAMPLE = path.join(DEPLOY, "examples/azurelustre");
+const COMPONENT = path.join(KUSTOMIZE_DIR, "components/azurelustre-gateway");
+const FLAVORS = ["jammy", "noble"];
+const PG_PORT = 29766;
+
+const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
+const byName = (list: any[], name: string) => list.find((x) => x.name === name);
+const without = (list: any[], name: string) => list.filter((x) => x.name !== name);
+
+function renderDir(dir: string): K8sObject[] {
+  const r = renderer();
+  const text = execFileSync(r.cmd, r.args(dir), { encoding: "utf8", maxBuffer: 16 << 20 });
+  return parseAllDocuments(text).map((d) => d.toJS() as K8sObject).filter(Boolean);
+}
+
+/** The driver's manifests as listed, read as plain YAML (no kustomize involved). */
+function sources(): K8sObject[] {
+  const k = parse(readFileSync(path.join(EXAMPLE, "kustomization.yaml"), "utf8"));
+  return (k.resources as string[]).flatMap((f) =>
+    parseAllDocuments(readFileSync(path.join(EXAMPLE, f), "utf8")).map((d) => d.toJS() as K8sObject),
+  );
+}
+
+async function validateModel(obj: K8sObject): Promise<void> {
+  const mod = await import(`kubernetes-models/${obj.apiVersion}`);
+  new mod[obj.kind](obj).validate();
+}
+
+describe("components/azurelustre-gateway", () => {
+  let rendered: K8sObject[];
+  let original: Map<string, K8sObject>;
+
+  beforeAll(() => {
+    rendered = renderDir(EXAMPLE);
+    original = new Map(sources().map((o) => [key(o), o]));
+  });
+
+  it("is a kustomize Component", () => {
+    const k = parse(readFileSync(path.join(COMPONENT, "kustomization.yaml"), "utf8"));
+    expect(k.apiVersion).toBe("kustomize.config.k8s.io/v1alpha1");
+    expect(k.kind).toBe("Component");
+  });
+
+  it("renders every driver object, and validates with no unknown field", async () => {
+    expect(rendered.map(key).sort()).toEqual([...original.keys()].sort());
+    for (const o of rendered) {
+      await validateModel(o);
+      expect(unknownFields(o), key(o)).toEqual([]);
+    }
+  });
+
+  it("leaves every object but the two node DaemonSets exactly as the driver ships it (CSIDriver, RBAC, controller)", () => {
+    const others = rendered.filter((o) => !(o.kind === "DaemonSet" && FLAVORS.some((f) => o.metadata.name === `csi-azurelustre-node-${f}`)));
+    expect(others.map((o) => o.kind).sort()).toEqual(["CSIDriver", "ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount"]);
+    for (const o of others) expect(o, key(o)).toEqual(original.get(key(o)));
+  });
+
+  for (const flavor of FLAVORS) {
+    describe(`csi-azurelustre-node-${flavor}`, () => {
+      let ds: K8sObject;
+      let src: K8sObject;
+      let spec: any;
+      let pg: any;
+      beforeAll(() => {
+        ds = rendered.find((o) => o.kind === "DaemonSet" && o.metadata.name === `csi-azurelustre-node-${flavor}`)!;
+        src = original.get(key(ds))!;
+        spec = ds.spec.template.spec;
+        pg = byName(spec.containers, "probegate");
+      });
+
+      it("changes nothing but the probegate container, the driver's endpoint, two pod-local volumes and shareProcessNamespace", () => {
+        // Undo exactly the documented changes; what remains must be the driver's object.
+        const undone = clone(ds);
+        const s = undone.spec.template.spec;
+        expect(s.shareProcessNamespace).toBe(true);
+        expect(src.spec.template.spec.shareProcessNamespace).toBeUndefined();
+        delete s.shareProcessNamespace;
+        s.containers = without(s.containers, "probegate");
+        s.volumes = s.volumes.filter((v: any) => !["probegate-driver-socket", "probegate-tmp"].includes(v.name));
+        const drv = byName(s.containers, "azurelustre");
+        byName(drv.env, "CSI_ENDPOINT").value = "unix:///csi/csi.sock";
+        drv.volumeMounts = drv.volumeMounts.filter((m: any) => m.name !== "probegate-driver-socket");
+        // Lists the patch does not touch keep the driver's order.
+        const sortByName = (o: any) => o.spec.template.spec.containers.sort((a: any, b: any) => a.name.localeCompare(b.name));
+        const a = clone(src);
+        sortByName(a);
+        sortByName(undone);
+        expect(undone).toEqual(a);
+        // In particular: no token, RBAC, probe, preStop, privilege or env change on the driver.
+        expect(spec.serviceAccountName).toBe("csi-azurelustre-node-sa");
+        expect(spec.automountServiceAccountToken).toBeUndefined();
+      });
+
+      it("sockets: probegate serves /csi/csi.sock (registrar, livenessprobe, kubelet); the driver listens pod-privately and only probegate dials it", () => {
+        const flags = flagsOf(pg.args);
+        const mountOf = (c: any, vol: string) => c.volumeMounts.find((m: any) => m.name === vol)?.mountPath;
+        const served = new URL(flags.get("csi-endpoint")!).pathname;
+        expect(served).toBe(`${mountOf(pg, "socket-dir")}/csi.sock`);
+        const reg = byName(spec.containers, "node-driver-registrar");
+        expect(expand(flagsOf(reg.args).get("csi-address")!, reg)).toBe(`${mountOf(reg, "socket-dir")}/csi.sock`);
+        expect(expand(flagsOf(reg.args).get("kubelet-registration-path")!, reg)).toBe(
+          `${byName(spec.volumes, "socket-dir").hostPath.path}/csi.sock`,
+        );
+        const lp = byName(spec.containers, "liveness-probe");
+        expect(flagsOf(lp.args).get("csi-address")).toBe(`${mountOf(lp, "socket-dir")}/csi.sock`);
+
+        const drv = byName(spec.containers, "azurelustre");
+        const driverSock = new URL(byName(drv.env, "CSI_ENDPOINT").value).pathname;
+        expect(flags.get("upstream")).toBe(`unix://${driverSock}`);
+        const vol = drv.volumeMounts.find((m: any) => path.dirname(driverSock) === m.mountPath);
+        expect(vol.name).toBe("probegate-driver-socket");
+        expect(mountOf(pg, vol.name)).toBe(path.dirname(driverSock));
+        expect(byName(spec.volumes, vol.name).emptyDir).toBeTruthy(); // pod-local
+        for (const c of spec.containers) if (!["azurelustre", "probegate"].includes(c.name)) expect(mountOf(c, vol.name), c.name).toBeUndefined();
+        expect(expand(flags.get("driver-name")!, pg)).toBe("azurelustre.csi.azure.com");
+      });
+
+      it("ports: probegate's does not collide with any port or health port in the pod (host network)", () => {
+        expect(spec.hostNetwork).toBe(true);
+        expect(flagsOf(pg.args).get("http-endpoint")).toBe(`0.0.0.0:${PG_PORT}`);
+        expect(pg.ports.map((p: any) => p.containerPort)).toEqual([PG_PORT]);
+        const others: number[] = [];
+        for (const c of spec.containers.filter((c: any) => c.name !== "probegate")) {
+          for (const p of c.ports ?? []) others.push(p.containerPort);
+          const f = flagsOf(c.args ?? []);
+          for (const name of ["health-port", "http-endpoint", "metrics-address"]) {
+            const v = f.get(name);
+            if (v) others.push(Number(v.split(":").at(-1)));
+          }
+        }
+        expect(others).toContain(29763); // the livenessprobe sidecar's --health-port
+        expect(others).not.toContain(PG_PORT);
+        // The driver's controller (29762) and reserved metrics ports (29764, 29765) share the host network too.
+        expect([29762, 29763, 29764, 29765]).not.toContain(PG_PORT);
+      });
+
+      it("probegate's own probes: startup and liveness on /livez, readiness on /readyz, all on its port", () => {
+        for (const k of ["startupProbe", "livenessProbe"]) expect(pg[k].httpGet, k).toEqual({ path: "/livez", port: "probegate" });
+        expect(pg.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "probegate" });
+        expect(byName(pg.ports, "probegate").containerPort).toBe(PG_PORT);
+      });
+
+      it("runs the driver's lnetctl in its container, never restarts it for readiness, and fails closed", () => {
+        const flags = flagsOf(pg.args);
+        expect(flags.get("exec-in-process")).toBe("azurelustreplugin");
+        expect(flags.has("command-prefix")).toBe(false);
+        expect(spec.shareProcessNamespace).toBe(true);
+        expect(flags.get("path.procfs")).toBe("/proc");
+        expect(flags.get("probe-ready")).toBe("upstream");
+        expect(flags.get("gate")).toBe("node-stage,node-publish");
+        expect(flags.get("require-checks")!.split(",").sort()).toEqual(listedPlugins().map((f) => f.replace(/\.wasm$/, "")).sort());
+        expect(pg.securityContext).toMatchObject({ privileged: true, readOnlyRootFilesystem: true });
+        expect(pg.image).toBe("registry.example.com/storage/probegate:0.1.0");
+        // The driver's liveness still goes through the livenessprobe sidecar (now Probe through probegate).
+        expect(byName(spec.containers, "azurelustre").livenessProbe).toEqual(byName(src.spec.template.spec.containers, "azurelustre").livenessProbe);
+      });
+
+      it.skipIf(!BUILT)("the real CLI accepts probegate's argument list", () => {
+        if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
+        const args = (pg.args as string[]).map((a) => expand(a, pg));
+        const r = spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), ...args, "--help"], { encoding: "utf8", timeout: 30_000 });
+        expect(r.stderr).toBe("");
+        expect(r.status).toBe(0);
+      });
+    });
+  }
+});
