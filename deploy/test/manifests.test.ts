@@ -8,7 +8,7 @@ import { parse, parseAllDocuments } from "yaml";
 import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
 import { spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
-import { listedPluginFiles, render, renderDeploy, renderEdited, renderer, type K8sObject, type Rendered } from "./lib/render.js";
+import { listedPluginFiles, listedPlugins, render, renderDeploy, renderEdited, renderer, type K8sObject, type Rendered } from "./lib/render.js";
 import { unknownFields } from "./lib/strict.js";
 import { containersOf, expand, flagsOf, isProbegate, pods } from "./lib/workloads.js";
 
