@@ -28,11 +28,14 @@ export interface Config {
   maxRequestBytes: number;
   limits: EdgeLimits;
   shutdownTimeoutMs: number;
-  pluginsDir?: string;
+  /** --plugins-dir, in order; empty means the bundled plugins. */
+  pluginsDirs: string[];
   checkIntervalMs: number;
   pluginTimeoutMs: number;
   pluginMemoryMiB: number;
   quarantineAfter: number;
+  quarantineBackoffMs: number;
+  quarantineBackoffMaxMs: number;
   procfs: string;
   sysfs: string;
   sourcesFile?: string;
@@ -110,6 +113,24 @@ function edgeLimits(str: (k: string) => string | undefined): EdgeLimits {
   return limits;
 }
 
+function pluginsDirs(dirs: string[]): string[] {
+  for (const d of dirs) if (d === "") throw new UsageError("--plugins-dir: must not be empty");
+  const seen = new Set<string>();
+  for (const d of dirs) {
+    if (seen.has(d)) throw new UsageError(`--plugins-dir: ${d} is given twice`);
+    seen.add(d);
+  }
+  return dirs;
+}
+
+function quarantineBackoff(first: string, max: string): { quarantineBackoffMs: number; quarantineBackoffMaxMs: number } {
+  const a = duration("quarantine-backoff", first);
+  const b = duration("quarantine-backoff-max", max);
+  if (a < 100) throw new UsageError(`--quarantine-backoff: must be at least 100ms, got "${first}"`);
+  if (b < a) throw new UsageError(`--quarantine-backoff-max: must not be shorter than --quarantine-backoff (${first}), got "${max}"`);
+  return { quarantineBackoffMs: a, quarantineBackoffMaxMs: b };
+}
+
 /** Turns argv and the environment into a validated Config, or throws UsageError. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   let values: Record<string, string | boolean | undefined>;
@@ -128,6 +149,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     throw new UsageError(e.message);
   }
   const str = (k: string) => (typeof values[k] === "string" ? (values[k] as string) : undefined);
+  const list = (k: string): string[] => {
+    const v = values[k] as unknown;
+    return Array.isArray(v) ? (v as string[]) : typeof v === "string" ? [v] : [];
+  };
 
   const modeRaw = str("mode");
   let mode: Mode;
@@ -222,11 +247,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     maxRequestBytes: positiveInt("max-request-bytes", str("max-request-bytes") ?? "4194304", 64 * 1024 * 1024),
     limits: edgeLimits(str),
     shutdownTimeoutMs: duration("shutdown-timeout", str("shutdown-timeout") ?? "5s"),
-    pluginsDir: str("plugins-dir"),
+    pluginsDirs: pluginsDirs(list("plugins-dir")),
     checkIntervalMs: Math.max(100, duration("check-interval", str("check-interval") ?? "5s")),
     pluginTimeoutMs: duration("plugin-timeout", str("plugin-timeout") ?? "500ms"),
     pluginMemoryMiB: positiveInt("plugin-memory", str("plugin-memory") ?? "16", 1024),
     quarantineAfter: positiveInt("quarantine-after", str("quarantine-after") ?? "3", 1000),
+    ...quarantineBackoff(str("quarantine-backoff") ?? "30s", str("quarantine-backoff-max") ?? "5m"),
     procfs: str("path.procfs") ?? "/proc",
     sysfs: str("path.sysfs") ?? "/sys",
     sourcesFile: str("sources"),
