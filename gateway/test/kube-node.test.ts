@@ -393,3 +393,30 @@ describe("flags", () => {
     }
   }, 60_000);
 });
+
+describe("gateway mode", () => {
+  it("waits for CSINode to list the driver's own name (from its GetPluginInfo), not --driver-name, before removing the taint", async () => {
+    const { FakeCsiDriver } = await import("./helpers/fake-csi-driver.js");
+    const { create, toBinary } = await import("@bufbuild/protobuf");
+    const { GetPluginInfoResponseSchema } = await import("../gen/csi/v1/csi_pb.js");
+    const UPSTREAM_NAME = "upstream.csi.example.com";
+    const sockDir = tempDir("probegate-kube-driver-");
+    const driver = new FakeCsiDriver(path.join(sockDir, "driver.sock"), ["Identity", "Node"]);
+    await driver.start();
+    cleanups.push(() => driver.stop());
+    driver.script("/csi.v1.Identity/GetPluginInfo", {
+      message: toBinary(GetPluginInfoResponseSchema, create(GetPluginInfoResponseSchema, { name: UPSTREAM_NAME, vendorVersion: "v1" })),
+    });
+    const { api } = await setup(
+      ["--node-condition", COND, "--node-taint", TAINT, `--upstream=unix://${path.join(sockDir, "driver.sock")}`, "--gate=none"],
+      { taints: [{ key: TAINT_KEY, effect: "NoSchedule" }], csiDrivers: [DRIVER] },
+    );
+    await until("condition True", () => api.condition("node-a", COND)?.status === "True");
+    await until("driver asked for its name", () => driver.callsTo("/csi.v1.Identity/GetPluginInfo").length > 0);
+    // CSINode lists --driver-name only: the driver kubelet knows is not yet the one behind probegate.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(hasTaint(api)).toBe(true);
+    api.setCSINode("node-a", [DRIVER, UPSTREAM_NAME]);
+    await until("taint removed once CSINode lists the upstream's name", () => !hasTaint(api));
+  }, 60_000);
+});

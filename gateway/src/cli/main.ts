@@ -59,11 +59,14 @@ type NodeReportingStarter = { start(): { stop(): Promise<void> } };
  * flags ask for it. The kubeconfig is read before serving starts, so a bad one
  * is a usage error, not a silent reporter.
  */
-async function prepareReporting(cfg: Config, spec: KubeReportingSpec, checks: RunningChecks, logger: Logger, metrics: Metrics): Promise<NodeReportingStarter> {
+async function prepareReporting(
+  spec: KubeReportingSpec,
+  driverName: () => string,
+  checks: RunningChecks,
+  logger: Logger,
+  metrics: Metrics,
+): Promise<NodeReportingStarter> {
   const { prepareNodeReporting } = await import("../kube/index.js");
-  // The driver CSINode must list: --driver-name for now; gateway mode will
-  // answer with the upstream's name once it has reported it.
-  const driverName = () => cfg.driverName;
   return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics });
 }
 
@@ -147,7 +150,10 @@ export async function main(argv: string[]): Promise<number> {
   let reporting: NodeReportingStarter | undefined;
   if (cfg.kube) {
     try {
-      reporting = await prepareReporting(cfg, cfg.kube, checks, logger, metrics);
+      // The name the node's CSINode must list before a startup taint goes: in
+      // gateway mode the driver's own, once it has answered GetPluginInfo.
+      const driverName = upstream ? () => upstream.status.driverName : () => cfg.driverName;
+      reporting = await prepareReporting(cfg.kube, driverName, checks, logger, metrics);
     } catch (err) {
       await upstream?.close();
       await checks.stop();
