@@ -94,7 +94,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Kubernetes node", name: "node-taint-mode", type: "string", arg: "bootstrap-only|continuous", default: "bootstrap-only",
     help: "bootstrap-only: remove the taint whenever the node is ready (again if something re-adds it), never add it. continuous: add it while not ready, remove it when ready." },
   { group: "Kubernetes node", name: "node-taint-wait-csinode", type: "string", arg: "true|false", default: "true",
-    help: "Remove the taint only once the node's CSINode lists the driver name probegate serves in GetPluginInfo (--driver-name)." },
+    help: "Remove the taint only once the node's CSINode lists the driver name probegate serves in GetPluginInfo (--driver-name; in gateway mode the driver's own once it has answered)." },
   { group: "Kubernetes node", name: "impersonate-node", type: "boolean",
     help: "Read the Node and write its status as system:node:<name> (constrained impersonation); taints and Events stay with the service account (NodeRestriction forbids a node to change its taints)." },
   { group: "Kubernetes node", name: "node-backoff-cap", type: "string", arg: "DURATION", default: "30s",
