@@ -88,6 +88,17 @@ export class Metrics {
     labelNames: ["plugin"] as const,
     registers: [this.registry],
   });
+  readonly pluginsQuarantined = new Gauge({
+    name: "probegate_plugins_quarantined",
+    help: "Plugins currently quarantined after repeated faults (retried with backoff).",
+    registers: [this.registry],
+  });
+  readonly pluginQuarantineRetries = new Counter({
+    name: "probegate_plugin_quarantine_retries_total",
+    help: "Calls into quarantined plugins after their backoff; one success ends the quarantine.",
+    labelNames: ["plugin"] as const,
+    registers: [this.registry],
+  });
   readonly pluginsLoaded = new Gauge({
     name: "probegate_plugins_loaded",
     help: "Plugins currently loaded and active.",

@@ -14,14 +14,29 @@ export interface PluginFile {
   bytes: Uint8Array | null;
 }
 
-export type ScanResult = { exists: false } | { exists: true; files: PluginFile[]; errors: Array<{ name: string; message: string }> };
+/** A per-plugin configuration file (NAME.yaml, NAME.yml or NAME.json). */
+export interface ConfigFile {
+  name: string;
+  path: string;
+  sha256: string;
+  /** null when over the size cap. */
+  text: string | null;
+  size: number;
+}
+
+export type ScanResult =
+  | { exists: false }
+  | { exists: true; files: PluginFile[]; configs: ConfigFile[]; errors: Array<{ name: string; message: string }> };
+
+export const CONFIG_SUFFIXES = [".yaml", ".yml", ".json"] as const;
+const isConfigName = (name: string) => CONFIG_SUFFIXES.some((s) => name.endsWith(s) && name.length > s.length);
 
 /**
  * Lists DIR/*.wasm, following symlinks (a ConfigMap volume holds
  * x.wasm -> ..data/x.wasm, ..data -> ..2026_…). Hidden names are skipped:
  * the ..data indirection is only ever reached through the visible links.
  */
-export async function scanPluginDir(dir: string, maxFileBytes: number): Promise<ScanResult> {
+export async function scanPluginDir(dir: string, maxFileBytes: number, maxConfigBytes = 64 * 1024): Promise<ScanResult> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -31,13 +46,25 @@ export async function scanPluginDir(dir: string, maxFileBytes: number): Promise<
     throw e;
   }
   const files: PluginFile[] = [];
+  const configs: ConfigFile[] = [];
   const errors: Array<{ name: string; message: string }> = [];
   for (const name of names.sort()) {
-    if (name.startsWith(".") || !name.endsWith(".wasm")) continue;
+    if (name.startsWith(".")) continue;
+    const config = isConfigName(name);
+    if (!config && !name.endsWith(".wasm")) continue;
     const path = join(dir, name);
     try {
       const st = await stat(path);
       if (!st.isFile()) continue;
+      if (config) {
+        if (st.size > maxConfigBytes) {
+          configs.push({ name, path, sha256: `size:${st.size}:${st.mtimeMs}`, text: null, size: st.size });
+          continue;
+        }
+        const bytes = await readFile(path);
+        configs.push({ name, path, sha256: createHash("sha256").update(bytes).digest("hex"), text: bytes.toString("utf8"), size: bytes.length });
+        continue;
+      }
       if (st.size > maxFileBytes) {
         files.push({ name, path, size: st.size, sha256: await hashLarge(path, st), bytes: null });
         continue;
@@ -52,7 +79,7 @@ export async function scanPluginDir(dir: string, maxFileBytes: number): Promise<
       errors.push({ name, message: (e as Error).message });
     }
   }
-  return { exists: true, files, errors };
+  return { exists: true, files, configs, errors };
 }
 
 // Oversized files are hashed (the refusal carries a sha256) but polled every
