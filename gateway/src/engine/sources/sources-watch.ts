@@ -1,14 +1,14 @@
 // Watches the --sources file for edits. The directory is watched, not the
 // file: a ConfigMap replaces the file by swapping a `..data` symlink, which a
-// watch on the old file never sees. A poll backs the watch up (inotify misses
-// some cases), and the content hash decides whether anything changed, so
-// spurious events cost one read.
+// watch on the old file never sees. The shared DirWatcher backs the watch with
+// a poll (inotify misses some cases), and the content hash decides whether
+// anything changed, so spurious events cost one read.
 
 import { createHash } from "node:crypto";
-import { watch, type FSWatcher } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Logger } from "../../observability/logger.js";
+import { DirWatcher } from "../../support/dir-watcher.js";
 
 export interface SourcesWatchOptions {
   pollMs?: number;
@@ -18,9 +18,7 @@ export interface SourcesWatchOptions {
 
 export class SourcesFileWatcher {
   private last: string | null = null;
-  private watcher: FSWatcher | null = null;
-  private poll: NodeJS.Timeout | null = null;
-  private debounce: NodeJS.Timeout | null = null;
+  private dir: DirWatcher | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
@@ -33,40 +31,13 @@ export class SourcesFileWatcher {
 
   async start(): Promise<void> {
     this.last = await this.hash();
-    this.rewatch();
-    this.poll = setInterval(() => {
-      if (!this.watcher) this.rewatch();
-      this.check();
-    }, this.opts.pollMs ?? 2000);
-    this.poll.unref();
+    this.dir = new DirWatcher(dirname(this.file), () => this.check(), this.opts);
+    await this.dir.start();
   }
 
   stop(): void {
     this.stopped = true;
-    if (this.poll) clearInterval(this.poll);
-    if (this.debounce) clearTimeout(this.debounce);
-    this.watcher?.close();
-    this.watcher = null;
-  }
-
-  private rewatch(): void {
-    try {
-      const w = watch(dirname(this.file), { persistent: false }, () => this.trigger());
-      w.on("error", () => {
-        if (this.watcher === w) this.watcher = null;
-        w.close();
-      });
-      this.watcher = w;
-    } catch {
-      this.watcher = null; // the directory is missing; the poll retries
-    }
-  }
-
-  private trigger(): void {
-    if (this.stopped) return;
-    if (this.debounce) clearTimeout(this.debounce);
-    this.debounce = setTimeout(() => this.check(), this.opts.debounceMs ?? 150);
-    this.debounce.unref();
+    this.dir?.stop();
   }
 
   /** One check at a time; an event during a check runs one more. */
