@@ -21,9 +21,12 @@ import { renderSvg } from "./report/svg.js";
 import { renderReport } from "./report/table.js";
 import { evaluateTargets } from "./report/targets.js";
 import type { BenchResult, ExecRow, H2Row, NewConnRow, ProfileResult, ServerResult } from "./report/types.js";
-import { TARGETS, useFakeNode, type ServerTarget } from "./targets.js";
+import { PROBEGATE_HEAP_FLAGS, TARGETS, useFakeNode, type ServerTarget } from "./targets.js";
+import { measureFootprint } from "./footprint.js";
+import { resolveNode24 } from "./lib/node24.js";
+import { currentPinning, enablePinning, pinned } from "./lib/pin.js";
 
-const ALL_SECTIONS = ["memory", "newconn", "throughput", "http", "exec", "plugins"] as const;
+const ALL_SECTIONS = ["memory", "newconn", "throughput", "http", "exec", "plugins", "footprint"] as const;
 const EXTRA_SECTIONS = ["profile"] as const;
 type Section = (typeof ALL_SECTIONS)[number] | (typeof EXTRA_SECTIONS)[number];
 
@@ -31,10 +34,14 @@ interface Options {
   quick: boolean;
   sections: Set<Section>;
   targets: string[] | null;
+  /** --pin: server on one core, load on another (the reference method) */
+  pin: boolean;
+  /** --node24 PATH|auto|off: the second runtime probegate's memory is measured on */
+  node24: string;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { quick: false, sections: new Set(ALL_SECTIONS), targets: null };
+  const o: Options = { quick: false, sections: new Set(ALL_SECTIONS), targets: null, pin: false, node24: "auto" };
   let only: Section[] | null = null;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -44,6 +51,8 @@ function parseArgs(argv: string[]): Options {
       return v;
     };
     if (a === "--quick") o.quick = true;
+    else if (a === "--pin") o.pin = true;
+    else if (a === "--node24" || a.startsWith("--node24=")) o.node24 = val();
     else if (a === "--only" || a.startsWith("--only=")) {
       only ??= [];
       for (const s of val().split(",")) {
@@ -53,7 +62,7 @@ function parseArgs(argv: string[]): Options {
     } else if (a === "--targets" || a.startsWith("--targets=")) o.targets = val().split(",");
     else if (a === "--help" || a === "-h") {
       process.stdout.write(
-        `usage: node dist/bench/run.js [--quick] [--only ${[...ALL_SECTIONS, ...EXTRA_SECTIONS].join("|")}[,...]] [--targets ${TARGETS.map((t) => t.id).join(",")}]\n`,
+        `usage: node dist/bench/run.js [--quick] [--pin] [--node24 PATH|auto|off] [--only ${[...ALL_SECTIONS, ...EXTRA_SECTIONS].join("|")}[,...]] [--targets ${TARGETS.map((t) => t.id).join(",")}]\n`,
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
@@ -78,6 +87,7 @@ function plan(quick: boolean) {
         memoryPerPhase: 20_000, // quick: 20k + 20k (full runs do 100k + 100k)
         memoryPeers: false,
         profileN: 20_000,
+        footprintProbes: 20_000,
       }
     : {
         rates: [1, 100, 1000],
@@ -92,6 +102,7 @@ function plan(quick: boolean) {
         memoryPerPhase: 100_000,
         memoryPeers: true,
         profileN: 60_000,
+        footprintProbes: 200_000,
       };
 }
 type Plan = ReturnType<typeof plan>;
@@ -104,7 +115,8 @@ const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 /** Runs a child node script; resolves with its last stdout line parsed as JSON. Calls onLine for other lines. */
 function runChild<T>(script: string, arg: unknown, onLine: (l: string) => void = () => {}): Promise<T> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [script, JSON.stringify(arg)], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    const run = pinned("load", process.execPath, [script, JSON.stringify(arg)]);
+    const p = spawn(run.cmd, run.args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     let buf = "";
     let last = "";
     let err = "";
@@ -186,10 +198,19 @@ async function checkHttp1(port: number, pathName: string, json: boolean): Promis
   }
 }
 
-async function benchServer(t: ServerTarget, o: Options, pl: Plan, haveH2load: boolean): Promise<ServerResult> {
-  const res: ServerResult = { id: t.id, label: t.label, role: t.role, available: false, notes: [], newconn: [], http: [] };
+/** A second runtime for a server: only its memory is measured on it. */
+interface Runtime {
+  bin: string;
+  version: string;
+}
+
+async function benchServer(t: ServerTarget, o: Options, pl: Plan, haveH2load: boolean, runtime?: Runtime): Promise<ServerResult> {
+  const id = runtime ? `${t.id}@node${runtime.version.replace(/^v/, "").split(".")[0]}` : t.id;
+  const label = runtime ? `${t.label} (Node ${runtime.version.replace(/^v/, "")})` : t.label;
+  const res: ServerResult = { id, label, role: t.role, available: false, notes: [], newconn: [], http: [], node: runtime?.version ?? process.version };
   const port = await freePort();
-  const ctx = { root, socket: path.join(tmpDir(), `${t.id}.sock`), port, httpPort: t.sharedHttpPort ? port : await freePort() };
+  const ctx = { root, socket: path.join(tmpDir(), `${id}.sock`), port, httpPort: t.sharedHttpPort ? port : await freePort(), node: runtime?.bin };
+  if (runtime) o = { ...o, sections: new Set([...o.sections].filter((x) => x === "memory")) };
   let s: RunningServer;
   log(`${t.label}: starting`);
   try {
@@ -298,7 +319,7 @@ async function benchExec(pl: Plan): Promise<ExecRow[]> {
 }
 
 async function benchProfile(pl: Plan): Promise<ProfileResult | undefined> {
-  const t = TARGETS.find((x) => x.id === "connect-naive")!;
+  const t = TARGETS.find((x) => x.id === "probegate")!;
   const dir = path.join(tmpDir(), "prof");
   fs.mkdirSync(dir, { recursive: true });
   const port = await freePort();
@@ -313,7 +334,7 @@ async function benchProfile(pl: Plan): Promise<ProfileResult | undefined> {
   }
   const file = fs.readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
   if (!file) return undefined;
-  const saved = path.join(root, "bench/results/connect-naive.cpuprofile.summary.json");
+  const saved = path.join(root, `bench/results/${t.id}.cpuprofile.summary.json`);
   const sum = summarizeProfile(JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")), 30);
   const out: ProfileResult = { target: t.label, reqPerSec: rps, ...sum, file: path.relative(root, saved) };
   fs.writeFileSync(saved, JSON.stringify(out, null, 2) + "\n");
@@ -327,6 +348,7 @@ function cpuModel(): string {
 async function main(): Promise<number> {
   const o = parseArgs(process.argv.slice(2));
   const pl = plan(o.quick);
+  if (o.pin) log(`pinned: server on CPU ${enablePinning().server}, load on CPU ${currentPinning()!.load}`);
   const t0 = Date.now();
   const startedAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
   const haveH2load = h2loadAvailable();
@@ -334,21 +356,50 @@ async function main(): Promise<number> {
   const result: BenchResult = {
     meta: {
       startedAt, finishedAt: "", quick: o.quick, sections: [...o.sections], node: process.version, cpus: os.cpus().length,
-      cpuModel: cpuModel(), h2load: haveH2load ? h2loadVersion() : "", clockTicks: clockTicks(),
+      cpuModel: cpuModel(), h2load: haveH2load ? h2loadVersion() : "", clockTicks: clockTicks(), pinned: currentPinning(),
+      loadavg: os.loadavg(),
     },
     servers: [],
     exec: [],
     targets: [],
   };
   const serverSections = ["memory", "newconn", "throughput", "http"].some((x) => o.sections.has(x as Section));
-  if (serverSections) {
+  if (serverSections || o.sections.has("footprint") || o.sections.has("profile")) {
     const compiled = buildCompiledFake();
     if (typeof compiled === "string") {
       const scenario = path.join(tmpDir(), "probegate-node");
       fs.cpSync(path.join(root, "gateway/demo/scenarios/healthy"), scenario, { recursive: true });
       useFakeNode({ bin: compiled, scenario });
     } else log(`probegate runs on the demo node's Node.js fakes: ${compiled.error}`);
+  }
+  if (serverSections) {
     for (const t of TARGETS.filter((x) => !o.targets || o.targets.includes(x.id))) result.servers.push(await benchServer(t, o, pl, haveH2load));
+  }
+  const wantNode24 = (o.sections.has("memory") || o.sections.has("footprint")) && (!o.targets || o.targets.includes("probegate"));
+  const node24 = wantNode24 ? resolveNode24(o.node24) : null;
+  if (node24 && "error" in node24) log(`Node 24 not measured: ${node24.error}`);
+  const runtimes: Runtime[] = [{ bin: process.execPath, version: process.version }];
+  if (node24 && !("error" in node24) && node24.version !== process.version) runtimes.push(node24);
+  const pg = TARGETS.find((x) => x.id === "probegate")!;
+  if (o.sections.has("memory") && haveH2load && runtimes.length > 1 && (!o.targets || o.targets.includes("probegate"))) {
+    log(`probegate on Node ${runtimes[1].version}: memory`);
+    result.servers.push(await benchServer(pg, o, pl, haveH2load, runtimes[1]));
+  }
+  if (o.sections.has("footprint") && haveH2load) {
+    result.footprint = [];
+    for (const rt of runtimes) {
+      log(`footprint on Node ${rt.version}`);
+      result.footprint.push(
+        await measureFootprint({
+          root, tmp: tmpDir(), target: pg, node: rt, log, probes: pl.footprintProbes, heapFlags: PROBEGATE_HEAP_FLAGS,
+          ctx: async (name) => {
+            const port = await freePort();
+            return { root, socket: path.join(tmpDir(), `${name}.sock`), port, httpPort: port };
+          },
+          grpcLoad: (port, requests) => ({ url: `http://127.0.0.1:${port}${PROBE_PATH}`, clients: 8, streams: 4, requests, headers: GRPC_HEADERS, dataFile: grpcBodyFile() }),
+        }),
+      );
+    }
   }
   if (o.sections.has("exec")) result.exec = await benchExec(pl);
   if (o.sections.has("plugins")) {
@@ -361,7 +412,7 @@ async function main(): Promise<number> {
     }
   }
   if (o.sections.has("profile") && haveH2load) {
-    log("profile: naive connect-node under h2load with --cpu-prof");
+    log("profile: probegate under h2load with --cpu-prof");
     result.profile = await benchProfile(pl);
   }
   result.targets = o.sections.size >= ALL_SECTIONS.length ? evaluateTargets(result) : evaluateTargets(result).filter((x) => !x.measured.startsWith("n/a") && x.pass !== null);

@@ -9,6 +9,10 @@ export interface ServerCtx {
   port: number;
   /** TCP port for HTTP/1.1 (may equal port when one port sniffs both) */
   httpPort: number;
+  /** The node binary for servers written in Node (default: the one running the bench). */
+  node?: string;
+  /** probegate's --plugins-dir (default: the bundled plugins in dist/plugins). */
+  pluginsDir?: string;
 }
 
 export interface ServerTarget {
@@ -25,6 +29,9 @@ export interface ServerTarget {
 }
 
 const node = process.execPath;
+
+/** The heap flags of the bin/probegate.js shebang, npm start and the image. */
+export const PROBEGATE_HEAP_FLAGS = ["--max-semi-space-size=1", "--max-old-space-size=48"];
 
 const BENCH_ARGS = process.env.PROBEGATE_BENCH_ARGS?.trim() ? process.env.PROBEGATE_BENCH_ARGS.trim().split(/\s+/) : undefined;
 
@@ -59,15 +66,13 @@ export const TARGETS: ServerTarget[] = [
     command: (c) => {
       const nodeArgs = probegateNodeArgs();
       return {
-        cmd: node,
+        cmd: c.node ?? node,
         args: [
-          // The same heap flags as the bin/probegate.js shebang, npm start and the image.
-          "--max-semi-space-size=1",
-          "--max-old-space-size=48",
+          ...PROBEGATE_HEAP_FLAGS,
           "bin/probegate.js",
           "--csi-endpoint", `unix://${c.socket}`,
           "--http-endpoint", `127.0.0.1:${c.port}`,
-          "--plugins-dir", "dist/plugins",
+          "--plugins-dir", c.pluginsDir ?? "dist/plugins",
           "--log-level", "warn",
           ...nodeArgs.args,
         ],
@@ -82,7 +87,7 @@ export const TARGETS: ServerTarget[] = [
     sharedHttpPort: false,
     http: { healthz: false, connectJson: false },
     readiness: "stdout",
-    command: (c) => ({ cmd: node, args: ["dist/bench/peers/grpcjs.js", "--socket", c.socket, "--port", String(c.port)] }),
+    command: (c) => ({ cmd: c.node ?? node, args: ["dist/bench/peers/grpcjs.js", "--socket", c.socket, "--port", String(c.port)] }),
   },
   {
     id: "node-http2-raw",
@@ -92,7 +97,7 @@ export const TARGETS: ServerTarget[] = [
     http: { healthz: true, connectJson: true },
     readiness: "stdout",
     command: (c) => ({
-      cmd: node,
+      cmd: c.node ?? node,
       args: ["dist/bench/peers/raw-h2.js", "--socket", c.socket, "--port", String(c.port), "--http-port", String(c.httpPort)],
     }),
   },
@@ -104,7 +109,7 @@ export const TARGETS: ServerTarget[] = [
     http: { healthz: false, connectJson: true },
     readiness: "stdout",
     command: (c) => ({
-      cmd: node,
+      cmd: c.node ?? node,
       args: ["dist/bench/peers/connect-naive.js", "--socket", c.socket, "--port", String(c.port), "--http-port", String(c.httpPort)],
     }),
   },

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { probeNewConnection } from "../load/probe-client.js";
 import type { ServerCtx, ServerTarget } from "../targets.js";
 import { sleep } from "./net.js";
+import { pinned } from "./pin.js";
 
 export interface RunningServer {
   target: ServerTarget;
@@ -11,6 +12,8 @@ export interface RunningServer {
   proc: ChildProcess;
   notes: string[];
   stderrTail(): string;
+  /** The last 4,000 characters the server wrote to stdout. */
+  stdoutTail(): string;
   stop(): Promise<void>;
 }
 
@@ -20,10 +23,19 @@ export function killAll(): void {
   for (const p of live) p.kill("SIGKILL");
 }
 
-export async function startServer(t: ServerTarget, ctx: ServerCtx, extraNodeArgs: string[] = [], timeoutMs = 30_000): Promise<RunningServer> {
+export async function startServer(
+  t: ServerTarget,
+  ctx: ServerCtx,
+  extraNodeArgs: string[] = [],
+  timeoutMs = 30_000,
+  extraEnv: Record<string, string> = {},
+): Promise<RunningServer> {
   const c = t.command(ctx);
-  const args = c.cmd === process.execPath ? [...extraNodeArgs, ...c.args] : c.args;
-  const proc = spawn(c.cmd, args, { cwd: ctx.root, env: { ...process.env, ...c.env }, stdio: ["ignore", "pipe", "pipe"] });
+  const isNode = c.cmd === process.execPath || c.cmd === ctx.node;
+  const args = isNode ? [...extraNodeArgs, ...c.args] : c.args;
+  // --pin: the server on its own core (taskset execs the command, so the pid is the server's).
+  const run = pinned("server", c.cmd, args);
+  const proc = spawn(run.cmd, run.args, { cwd: ctx.root, env: { ...process.env, ...c.env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
   live.add(proc);
   let err = "";
   let out = "";
@@ -45,6 +57,7 @@ export async function startServer(t: ServerTarget, ctx: ServerCtx, extraNodeArgs
     proc,
     notes,
     stderrTail: () => err.trim().split("\n").slice(-8).join("\n"),
+    stdoutTail: () => out,
     stop: async () => {
       if (exited !== undefined) return;
       proc.kill("SIGTERM");

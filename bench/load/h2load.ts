@@ -1,6 +1,7 @@
 // Runs Debian's h2load (nghttp2-client) and parses its summary. HTTP/2 over
 // cleartext with prior knowledge for http:// URLs; --h1 for HTTP/1.1 keep-alive.
 import { spawn, spawnSync } from "node:child_process";
+import { currentPinning } from "../lib/pin.js";
 
 export function h2loadAvailable(): boolean {
   return spawnSync("h2load", ["--version"], { stdio: "ignore" }).status === 0;
@@ -97,7 +98,9 @@ const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 export function runH2load(p: H2loadParams): Promise<H2loadResult> {
   const args = h2loadArgs(p);
   // bash `times` reports h2load's CPU (children of the shell) after it exits.
-  const script = `h2load ${args.map(shq).join(" ")}; rc=$?; echo '---times---'; times; exit $rc`;
+  const pin = currentPinning();
+  const h2load = pin ? `taskset -c ${shq(pin.load)} h2load` : "h2load";
+  const script = `${h2load} ${args.map(shq).join(" ")}; rc=$?; echo '---times---'; times; exit $rc`;
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-c", script], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";

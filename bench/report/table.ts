@@ -1,4 +1,5 @@
 // Plain-text (Markdown) tables of one run.
+import type { FootprintPoint, FootprintRun } from "../footprint.js";
 import type { BenchResult } from "./types.js";
 
 export function mdTable(head: string[], rows: (string | number)[][]): string {
@@ -17,6 +18,8 @@ export function renderReport(r: BenchResult): string {
   out.push(
     `# probegate bench — ${m.startedAt}${m.quick ? " (quick)" : ""}`,
     `node ${m.node}, ${m.cpus} CPUs (${m.cpuModel}), ${m.h2load || "h2load absent"}; sections: ${m.sections.join(", ")}`,
+    m.pinned ? `pinned: server on CPU ${m.pinned.server}, load on CPU ${m.pinned.load}` : "not pinned (use --pin for the reference method)",
+    m.loadavg ? `load average at start: ${m.loadavg.map((x) => x.toFixed(2)).join(" ")}${m.loadavg[0] > 0.5 ? " (the machine was busy: CPU figures are noisy)" : ""}` : "",
     "",
   );
   const avail = r.servers.filter((s) => s.available);
@@ -114,6 +117,7 @@ export function renderReport(r: BenchResult): string {
     out.push(mdTable(["self %", "function", "where"], r.profile.top.slice(0, 20).map((x) => [n(x.selfPct, 1), x.fn, x.where])));
     out.push("", mdTable(["package", "self %"], r.profile.byPackage.map((x) => [x.pkg, n(x.selfPct, 1)])));
   }
+  for (const f of r.footprint ?? []) out.push("", ...renderFootprint(f));
   for (const s of r.servers) for (const note of s.notes) out.push(`note (${s.label}): ${note}`);
   if (r.targets.length) {
     out.push("", "## Targets", "");
@@ -125,4 +129,71 @@ export function renderReport(r: BenchResult): string {
     );
   }
   return out.join("\n") + "\n";
+}
+
+/** Where one runtime's RSS goes (section footprint). */
+export function renderFootprint(f: FootprintRun): string[] {
+  const out = [`## 7. Footprint on Node ${f.version.replace(/^v/, "")} (MiB)`, ""];
+  const cols: [string, FootprintPoint | undefined][] = [
+    ["bare node", f.bare],
+    ["probegate, no plugins", f.noPlugins],
+    ["probegate, started", f.started],
+    [`probegate, after ${f.afterLoad ? f.afterLoad.probes / 1000 : "?"}k Probes`, f.afterLoad],
+  ];
+  const sm = (k: keyof FootprintPoint["smaps"]) => cols.map(([, p]) => n(p?.smaps[k], 1));
+  out.push(
+    mdTable(
+      ["RSS by mapping", ...cols.map(([c]) => c)],
+      [
+        ["VmRSS", ...cols.map(([, p]) => n(p?.rssMiB, 1))],
+        ["node binary, code", ...sm("nodeText")],
+        ["node binary, data (snapshot, builtins, ICU)", ...sm("nodeData")],
+        ["shared libraries", ...sm("libs")],
+        ["malloc heap", ...sm("malloc")],
+        ["anonymous (V8 heaps of all isolates, code, stacks)", ...sm("anon")],
+        ["other", ...sm("other")],
+      ],
+    ),
+  );
+  const rep = [f.started.report, f.afterLoad?.report];
+  if (rep[0]) {
+    const mu = (k: keyof NodeJS.MemoryUsage) => rep.map((x) => n(x ? x.memoryUsage[k] / 1048576 : undefined, 1));
+    const spaces = [...new Set(rep.flatMap((x) => x?.spaces.filter((sp) => sp[1] > 0).map((sp) => sp[0]) ?? []))];
+    out.push(
+      "",
+      mdTable(
+        ["main isolate (process.memoryUsage, v8 heap spaces: size / used)", "started", "after load"],
+        [
+          ["heapTotal", ...mu("heapTotal")],
+          ["heapUsed", ...mu("heapUsed")],
+          ["external", ...mu("external")],
+          ["arrayBuffers", ...mu("arrayBuffers")],
+          ...spaces.map((sp) => [sp, ...rep.map((x) => {
+            const e = x?.spaces.find((y) => y[0] === sp);
+            return e ? `${n(e[1], 2)} / ${n(e[2], 2)}` : "n/a";
+          })]),
+          ["malloced by V8", ...rep.map((x) => n(x ? x.heap.malloced_memory / 1048576 : undefined, 2))],
+          ["code + metadata", ...rep.map((x) => n(x ? x.code.code_and_metadata_size / 1048576 : undefined, 2))],
+          ["bytecode + metadata", ...rep.map((x) => n(x ? x.code.bytecode_and_metadata_size / 1048576 : undefined, 2))],
+          ["script sources kept", ...rep.map((x) => n(x ? x.code.external_script_source_size / 1048576 : undefined, 2))],
+        ],
+      ),
+    );
+  }
+  out.push(
+    "",
+    `sandbox worker and plugins (started − no plugins): ${n(f.started.rssMiB - f.noPlugins.rssMiB, 1)} MiB; ` +
+      `probegate's main thread beyond bare node (no plugins − bare): ${n(f.noPlugins.rssMiB - f.bare.rssMiB, 1)} MiB` +
+      (f.gc ? `; GC during ${f.gc.probes / 1000}k Probes: ${f.gc.scavenges} scavenges, ${f.gc.markCompacts} mark-compacts` : ""),
+  );
+  if (f.libraries.length)
+    out.push(
+      "",
+      mdTable(
+        ["imported alone (fresh node, after GC)", "RSS", "Δ RSS vs empty node", "Δ V8 heap used", "file-backed"],
+        f.libraries.map((l) => [l.module, n(l.rssMiB, 1), n(l.deltaRssMiB, 1), n(l.deltaHeapMiB, 1), n(l.fileMiB, 1)]),
+      ),
+    );
+  for (const e of f.errors) out.push(`footprint error: ${e}`);
+  return out;
 }

@@ -15,24 +15,34 @@ export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugi
   const vsGj = tp(pg) / tp(gj);
   out.push({
     id: "throughput-vs-grpc-js",
-    what: "gRPC Probe throughput vs @grpc/grpc-js (h2load c8 m4, TCP h2c)",
+    what: "gRPC Probe throughput vs @grpc/grpc-js (h2load c8 m4, TCP h2c; no regression)",
     measured: `${f(vsGj)}× (${f(tp(pg), 0)} vs ${f(tp(gj), 0)} req/s)`,
     limit: "≥ 1.00×",
     pass: pass(vsGj >= 1, vsGj),
   });
+  // Issue #13: within 10% of Node's own ceiling, same run; --pin is the reference method.
   const vsRaw = tp(pg) / tp(raw);
   out.push({
     id: "throughput-vs-raw-http2",
-    what: "gRPC Probe throughput vs raw node:http2 canned",
+    what: "gRPC Probe throughput vs raw node:http2 canned (h2load c8 m4; reference: --pin)",
     measured: `${f(vsRaw)}× (${f(tp(pg), 0)} vs ${f(tp(raw), 0)} req/s)`,
-    limit: "≥ 0.75×",
-    pass: pass(vsRaw >= 0.75, vsRaw),
+    limit: "≥ 0.90×",
+    pass: pass(vsRaw >= 0.9, vsRaw),
   });
   const cpu1 = (s?: ServerResult) => s?.singleClient?.cpuPerReqUs ?? NaN;
+  const cpuVsRaw = cpu1(pg) / cpu1(raw);
+  out.push({
+    id: "cpu-per-probe-vs-raw-http2",
+    what: "server CPU per Probe vs raw node:http2 canned (1 connection, 1 stream)",
+    measured: `${f(cpuVsRaw)}× (${f(cpu1(pg), 1)} vs ${f(cpu1(raw), 1)} µs)`,
+    limit: "≤ 1.10×",
+    pass: pass(cpuVsRaw <= 1.1, cpuVsRaw),
+  });
+  // No regression against grpc-js (issue #5's targets).
   const cpuRatio = cpu1(pg) / cpu1(gj);
   out.push({
     id: "cpu-per-probe-vs-grpc-js",
-    what: "server CPU per Probe vs @grpc/grpc-js (1 connection, 1 stream)",
+    what: "server CPU per Probe vs @grpc/grpc-js (1 connection, 1 stream; no regression)",
     measured: `${f(cpuRatio)}× (${f(cpu1(pg), 1)} vs ${f(cpu1(gj), 1)} µs)`,
     limit: "≤ 1.20×",
     pass: pass(cpuRatio <= 1.2, cpuRatio),
@@ -57,23 +67,41 @@ export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugi
     limit: "≥ 100×",
     pass: pass(execRatio >= 100, execRatio),
   });
-  const m = pg?.memory;
-  const rssMax = m ? Math.max(m.rssStartMiB, m.rss100kMiB, m.rss200kMiB) : pg?.rssStartMiB ?? NaN;
-  out.push({
-    id: "rss",
-    what: `probegate RSS with bundled plugins loaded (max of start and after ${m ? m.probesPerPhase / 1000 : 100}k, ${m ? (2 * m.probesPerPhase) / 1000 : 200}k probes)`,
-    measured: `${f(rssMax, 1)} MiB`,
-    limit: "≤ 64 MiB",
-    pass: pass(rssMax <= 64, rssMax),
-  });
-  const growth = m?.growthPct ?? NaN;
-  out.push({
-    id: "rss-growth",
-    what: `RSS growth between ${m ? m.probesPerPhase / 1000 : 100}k and ${m ? (2 * m.probesPerPhase) / 1000 : 200}k probes`,
-    measured: m ? `${f(growth, 1)}% (${f(m.rss100kMiB, 1)} → ${f(m.rss200kMiB, 1)} MiB)` : "n/a",
-    limit: "< 5%",
-    pass: pass(growth < 5, growth),
-  });
+  // Issue #13: ≤ 64 MiB after start and after 200k Probes, on every runtime measured.
+  for (const s of r.servers.filter((x) => x.available && (x.id === "probegate" || x.id.startsWith("probegate@")))) {
+    const m = s.memory;
+    const rssMax = m ? Math.max(m.rssStartMiB, m.rss100kMiB, m.rss200kMiB) : s.rssStartMiB ?? NaN;
+    const on = `Node ${(s.node ?? "?").replace(/^v/, "")}`;
+    out.push({
+      id: s.id === "probegate" ? "rss" : `rss:${s.id}`,
+      what: `probegate RSS on ${on}, bundled plugins, Kubernetes reporting off (max of start, ${m ? m.probesPerPhase / 1000 : 100}k, ${m ? (2 * m.probesPerPhase) / 1000 : 200}k probes)`,
+      measured: m ? `${f(rssMax, 1)} MiB (${f(m.rssStartMiB, 1)} / ${f(m.rss100kMiB, 1)} / ${f(m.rss200kMiB, 1)})` : `${f(rssMax, 1)} MiB (start only)`,
+      limit: "≤ 64 MiB",
+      pass: pass(rssMax <= 64, rssMax),
+    });
+    const growth = m?.growthPct ?? NaN;
+    out.push({
+      id: s.id === "probegate" ? "rss-growth" : `rss-growth:${s.id}`,
+      what: `RSS growth on ${on} between ${m ? m.probesPerPhase / 1000 : 100}k and ${m ? (2 * m.probesPerPhase) / 1000 : 200}k probes`,
+      measured: m ? `${f(growth, 1)}% (${f(m.rss100kMiB, 1)} → ${f(m.rss200kMiB, 1)} MiB)` : "n/a",
+      limit: "< 5%",
+      pass: pass(growth < 5, growth),
+    });
+  }
+  // The figure with Kubernetes reporting on: reported, not held to the limit.
+  // Measured when a server "probegate+kubernetes" is in the run (a target that
+  // starts probegate with its reporter flags against a fake API server).
+  const k8s = r.servers.find((x) => x.id === "probegate+kubernetes" && x.available);
+  if (pg) {
+    const km = k8s?.memory;
+    out.push({
+      id: "rss-kubernetes",
+      what: "probegate RSS with Kubernetes reporting on (reported)",
+      measured: km ? `${f(Math.max(km.rssStartMiB, km.rss100kMiB, km.rss200kMiB), 1)} MiB` : "n/a (no Kubernetes reporter target in this run)",
+      limit: "none",
+      pass: null,
+    });
+  }
   const plugins = r.plugins?.plugins ?? [];
   if (plugins.length === 0) {
     out.push({ id: "plugin-16", what: "each bundled plugin at 16 NIs", measured: "no plugins found", limit: "≤ 100 µs", pass: null });

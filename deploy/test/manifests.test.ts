@@ -5,8 +5,10 @@ import { readFileSync, readdirSync, existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { BUILT, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
-import { builtNodePlugins, isVolumePlugin, listedPlugins, render, renderer, type K8sObject, type Rendered } from "./lib/render.js";
+import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
+import { spawnSync } from "node:child_process";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { listedPluginFiles, listedPlugins, render, renderDeploy, renderEdited, renderer, type K8sObject, type Rendered } from "./lib/render.js";
 import { unknownFields } from "./lib/strict.js";
 import { containersOf, expand, flagsOf, isProbegate, pods } from "./lib/workloads.js";
 
@@ -52,8 +54,6 @@ describe("kustomize sources", () => {
       }
       for (const g of k.configMapGenerator ?? []) {
         for (const file of g.files ?? []) {
-          // base/plugins/*.wasm are build outputs staged by deploy/scripts/stage-plugins.sh
-          if (file.startsWith("plugins/") && file.endsWith(".wasm")) continue;
           expect(existsSync(path.join(dir, file)), `${f}: ${file}`).toBe(true);
         }
       }
@@ -71,20 +71,123 @@ describe("kustomize sources", () => {
     }
   });
 
-  it("the default plugin set listed in the base is exactly what the build makes, but the volume checks", () => {
+  it("every plugin configuration the manifests ship is valid for the bundled plugin of that name", () => {
     if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
-    const built = builtNodePlugins().sort();
-    expect(built.length, "dist/plugins/*.wasm: the build made no plugins (npm run build runs plugins:build)").toBeGreaterThan(0);
-    expect(listedPlugins().sort()).toEqual(built);
+    const files = [
+      ...listedPluginFiles().map((f) => path.join(KUSTOMIZE_DIR, "base/plugins.d", f)),
+      ...readdirSync(path.join(KUSTOMIZE_DIR, "overlays/example/plugins.d")).map((f) => path.join(KUSTOMIZE_DIR, "overlays/example/plugins.d", f)),
+    ];
+    expect(files.length).toBeGreaterThan(3);
+    for (const f of files) {
+      const name = path.basename(f).replace(/\.(yaml|json)$/, "");
+      const wasm = path.join(DIST_PLUGINS, `${name}.wasm`);
+      expect(existsSync(wasm), `${f}: no bundled plugin ${name}`).toBe(true);
+      // The same validation the gateway applies (`plugin inspect --config`).
+      const r = spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), "plugin", "inspect", wasm, "--config", f, "--json"], { encoding: "utf8", timeout: 60_000 });
+      expect(r.status, `${f}: ${r.stdout}${r.stderr}`).toBe(0);
+      expect(JSON.parse(r.stdout).config.file).toBe(f);
+    }
   });
 
-  it("the gateway-mode overlay adds exactly the built volume checks to the same ConfigMap", () => {
-    if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
-    const volume = readdirSync(DIST_PLUGINS).filter((f) => f.endsWith(".wasm") && isVolumePlugin(f)).sort();
-    const k = parse(readFileSync(path.join(KUSTOMIZE_DIR, "../gateway-mode/kustomization.yaml"), "utf8"));
-    const gen = (k.configMapGenerator as Array<{ name: string; behavior: string; files: string[] }>).find((g) => g.name === "probegate-plugins")!;
-    expect(gen.behavior).toBe("merge");
-    expect(gen.files.map((f) => path.basename(f)).sort()).toEqual(volume);
+  it("nothing needs staging: no kustomization lists a build output", () => {
+    for (const f of yamlFiles.filter((f) => path.basename(f) === "kustomization.yaml")) {
+      const k = parse(readFileSync(f, "utf8"));
+      for (const g of k.configMapGenerator ?? []) for (const file of g.files ?? []) expect(existsSync(path.join(path.dirname(f), file)), `${f}: ${file}`).toBe(true);
+    }
+  });
+});
+
+/** A temporary overlay of the base (in a copy of deploy/) with `components`. */
+function renderWithComponents(components: string[], edit?: (deployCopy: string) => void): Rendered {
+  return renderEdited("kustomize/overlays/test-components", (copy) => {
+    const dir = path.join(copy, "kustomize/overlays/test-components");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      path.join(dir, "kustomization.yaml"),
+      `resources: [../../base]\ncomponents:\n${components.map((c) => `  - ../../components/${c}\n`).join("")}`,
+    );
+    edit?.(copy);
+  });
+}
+
+const nodeTemplate = (r: Rendered) => r.docs.find((d) => d.kind === "DaemonSet" && d.metadata.name === "probegate-node")!.spec.template;
+
+describe("every overlay and component renders from a clean checkout", () => {
+  it("the gateway-mode overlay renders with no staging step and adds nothing to the plugin ConfigMap", () => {
+    const docs = renderDeploy("gateway-mode").docs;
+    const ds = docs.find((d) => d.kind === "DaemonSet")!;
+    const c = ds.spec.template.spec.containers.find(isProbegate);
+    expect(c.args.filter((a: string) => a.startsWith("--plugins-dir="))).toEqual(["--plugins-dir=/etc/probegate/plugins", "--plugins-dir=/etc/probegate/plugins.d"]);
+    const cm = docs.find((d) => d.kind === "ConfigMap" && d.metadata.name.startsWith("probegate-plugins"))!;
+    expect(Object.keys(cm.data ?? {}).sort()).toEqual(listedPluginFiles().sort());
+  });
+
+  for (const component of readdirSync(path.join(KUSTOMIZE_DIR, "components"))) {
+    it(`component ${component} renders on the base, and every object validates with no unknown field`, async () => {
+      const docs = renderWithComponents([component]).docs;
+      expect(docs.some((d) => d.kind === "DaemonSet")).toBe(true);
+      for (const d of docs) {
+        await validateModel(d);
+        expect(unknownFields(d), `${d.kind}/${d.metadata.name}`).toEqual([]);
+      }
+    });
+  }
+
+  it("plugins-image mounts an image volume read-only as the last --plugins-dir", () => {
+    const t = nodeTemplate(renderWithComponents(["plugins-image"]));
+    const vol = t.spec.volumes.find((v: any) => v.image);
+    expect(vol.image.reference).toMatch(/probegate-plugins:/);
+    const c = t.spec.containers.find(isProbegate);
+    const mount = c.volumeMounts.find((m: any) => m.name === vol.name);
+    expect(mount.readOnly).toBe(true);
+    const dirs = c.args.filter((a: string) => a.startsWith("--plugins-dir=")).map((a: string) => a.slice("--plugins-dir=".length));
+    expect(dirs).toEqual(["/etc/probegate/plugins", "/etc/probegate/plugins.d", mount.mountPath]);
+    const dockerfile = readFileSync(path.join(DEPLOY, "Dockerfile.plugins"), "utf8");
+    expect(dockerfile).toMatch(/^FROM scratch$/m);
+  });
+
+  it("plugins-in-place keeps the ConfigMap's name fixed (the opt-in for in-place hot reload)", () => {
+    const docs = renderWithComponents(["plugins-in-place"]).docs;
+    expect(docs.filter((d) => d.kind === "ConfigMap").map((d) => d.metadata.name)).toContain("probegate-plugins");
+    const vol = nodeTemplate({ docs }).spec.volumes.find((v: any) => v.name === "plugins");
+    expect(vol.configMap.name).toBe("probegate-plugins");
+  });
+});
+
+describe("plugin changes roll out through the DaemonSet", () => {
+  const base = () => renderEdited("kustomize/overlays/example", () => {});
+  it("a change of a plugin configuration changes the node DaemonSet's pod template (so maxUnavailable applies)", () => {
+    const before = nodeTemplate(base());
+    const after = nodeTemplate(renderEdited("kustomize/overlays/example", (copy) => appendFileSync(path.join(copy, "kustomize/overlays/example/plugins.d/lnet-nets.yaml"), "ignoreNids: [10.0.0.9@tcp]\n")));
+    expect(JSON.stringify(after)).not.toBe(JSON.stringify(before));
+    const name = (t: any) => t.spec.volumes.find((v: any) => v.name === "plugins").configMap.name;
+    expect(name(before)).toMatch(/^probegate-plugins-[a-z0-9]+$/);
+    expect(name(after)).toMatch(/^probegate-plugins-[a-z0-9]+$/);
+    expect(name(after)).not.toBe(name(before));
+  });
+
+  it("adding a plugin file to the ConfigMap changes the pod template too; an unchanged tree renders the same", () => {
+    const before = nodeTemplate(base());
+    expect(JSON.stringify(nodeTemplate(base()))).toBe(JSON.stringify(before));
+    const after = nodeTemplate(
+      renderEdited("kustomize/overlays/example", (copy) => {
+        const k = path.join(copy, "kustomize/overlays/example/kustomization.yaml");
+        writeFileSync(path.join(copy, "kustomize/overlays/example/plugins.d/site-check.wasm"), Buffer.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]));
+        writeFileSync(k, readFileSync(k, "utf8").replace("      - plugins.d/kernel-modules.yaml\n", "      - plugins.d/kernel-modules.yaml\n      - plugins.d/site-check.wasm\n"));
+      }),
+    );
+    expect(JSON.stringify(after)).not.toBe(JSON.stringify(before));
+  });
+
+  it("a new plugin image reference changes the pod template", () => {
+    const before = nodeTemplate(renderWithComponents(["plugins-image"]));
+    const after = nodeTemplate(
+      renderWithComponents(["plugins-image"], (copy) => {
+        const k = path.join(copy, "kustomize/components/plugins-image/kustomization.yaml");
+        writeFileSync(k, readFileSync(k, "utf8").replace("probegate-plugins:0.1.0", "probegate-plugins:0.2.0"));
+      }),
+    );
+    expect(JSON.stringify(after)).not.toBe(JSON.stringify(before));
   });
 });
 
@@ -297,38 +400,29 @@ for (const target of ["base", "overlays/example"]) {
     });
 
     it("the plugin ConfigMap, its volume, its mount and --plugins-dir agree", () => {
-      const cm = byKind("ConfigMap").find((c) => c.metadata.name === "probegate-plugins")!;
-      expect(cm, "ConfigMap probegate-plugins (no hash suffix)").toBeTruthy();
-      // kustomize, like `kubectl create configmap --from-file`, puts a file in
-      // binaryData unless its bytes happen to be valid UTF-8; kubelet writes the
-      // same bytes either way.
-      const files = { ...(cm.data ?? {}), ...(cm.binaryData ?? {}) };
-      expect(Object.keys(files).sort()).toEqual(listedPlugins().sort());
+      const cm = byKind("ConfigMap").find((c) => c.metadata.name.startsWith("probegate-plugins"))!;
+      expect(cm.metadata.name, "hash-suffixed, so a change rolls out through the pod template").toMatch(/^probegate-plugins-[a-z0-9]{10}$/);
+      expect(Object.keys(cm.data ?? {})).toEqual(expect.arrayContaining(listedPluginFiles()));
+      const dockerfile = readFileSync(path.join(DEPLOY, "Dockerfile"), "utf8");
       for (const p of pods(docs)) {
         const vol = p.spec.volumes.find((v: any) => v.configMap?.name === cm.metadata.name);
         expect(vol, p.owner.kind).toBeTruthy();
         const c = p.spec.containers.find(isProbegate);
         const mount = c.volumeMounts.find((m: any) => m.name === vol.name);
-        expect(mount.mountPath).toBe(flagsOf(c.args).get("plugins-dir"));
-        expect(mount.mountPath).toBe("/etc/probegate/plugins");
+        const dirs = c.args.filter((a: string) => a.startsWith("--plugins-dir=")).map((a: string) => a.slice("--plugins-dir=".length));
+        // The image's bundled set first, the ConfigMap after it (it adds to and overrides the image's).
+        expect(dirs).toEqual(["/etc/probegate/plugins", mount.mountPath]);
+        expect(dockerfile).toContain(`COPY --from=build /src/dist/plugins/*.wasm ${dirs[0]}/`);
+        expect(c.volumeMounts.some((m: any) => m.mountPath === dirs[0]), "nothing hides the image's plugins").toBe(false);
         expect(mount.subPath).toBeUndefined(); // subPath mounts never see ConfigMap updates
         expect(mount.readOnly).toBe(true);
       }
     });
 
     it("the plugin ConfigMap fits the 1 MiB object limit and client-side apply's 256 KiB annotation", () => {
-      if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
-      expect(r.stubbed, "dist/plugins/*.wasm: the build made no plugins").toBe(false);
-      const cm = byKind("ConfigMap").find((c) => c.metadata.name === "probegate-plugins")!;
-      expect(cm.data ?? {}, "real wasm files are not UTF-8: binaryData").toEqual({});
-      const raw = Object.values(cm.binaryData as Record<string, string>).reduce((n, b64) => n + Buffer.from(b64, "base64").length, 0);
+      const cm = byKind("ConfigMap").find((c) => c.metadata.name.startsWith("probegate-plugins"))!;
       const json = JSON.stringify(cm).length;
-      expect(raw).toBeGreaterThan(0);
-      expect(raw).toBeLessThan(ONE_MIB);
       expect(json).toBeLessThan(256 * 1024 - 4096);
-      for (const b64 of Object.values(cm.binaryData as Record<string, string>)) {
-        expect(Buffer.from(b64, "base64").subarray(0, 4)).toEqual(Buffer.from([0, 0x61, 0x73, 0x6d]));
-      }
     });
   });
 }

@@ -11,6 +11,7 @@ import { Identity } from "../gen/csi/v1/csi_pb.js";
 import { fakeLnet, type FakeLnet, type FakeLnetSpec } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { grpcJsClient, unary } from "./helpers/grpc-js-client.js";
+import { readyz, untilReadyz } from "./helpers/readyz.js";
 import * as grpc from "@grpc/grpc-js";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../gen/grpc/health/v1/health_pb.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
@@ -38,22 +39,7 @@ async function gatewayOn(spec: FakeLnetSpec, extra: string[] = [], env: NodeJS.P
   return { node, gw };
 }
 
-async function readyz(gw: GatewayProcess, query = "?verbose") {
-  const res = await fetch(`http://${gw.http}/readyz${query}`);
-  return { status: res.status, text: await res.text() };
-}
-
-/** Polls /readyz until `pred` holds; the timeout is generous because CI machines are shared. */
-async function until(gw: GatewayProcess, pred: (r: { status: number; text: string }) => boolean, what: string, timeoutMs = 20_000) {
-  const start = Date.now();
-  let last = { status: 0, text: "" };
-  while (Date.now() - start < timeoutMs) {
-    last = await readyz(gw);
-    if (pred(last)) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}; last /readyz?verbose:\n${last.text}`);
-}
+const until = untilReadyz;
 
 const evaluated = (r: { text: string }) => !r.text.includes("initializing") && NODE_PLUGINS.every((n) => r.text.includes(`]${n} `));
 

@@ -10,6 +10,7 @@ import { listNids, netShow, nid, ping, procModules, iface } from "../../bench/li
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { compileHostile } from "./hostile/build.js";
+import { untilReadyz } from "./helpers/readyz.js";
 
 const BUNDLED = path.join(ROOT, "dist", "plugins");
 const NODE_PLUGINS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces"];
@@ -24,21 +25,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-async function readyz(gw: GatewayProcess) {
-  const res = await fetch(`http://${gw.http}/readyz?verbose`);
-  return { status: res.status, text: await res.text() };
-}
-
-async function until(gw: GatewayProcess, pred: (r: { status: number; text: string }) => boolean, what: string, timeoutMs = 40_000) {
-  const start = Date.now();
-  let last = { status: 0, text: "" };
-  while (Date.now() - start < timeoutMs) {
-    last = await readyz(gw);
-    if (pred(last)) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}; last /readyz?verbose:\n${last.text}`);
-}
+const until = (gw: GatewayProcess, pred: (r: { status: number; text: string }) => boolean, what: string) => untilReadyz(gw, pred, what, 40_000);
 
 describe("a healthy node with 1,024 NIs", () => {
   it("is ready with every bundled check passing, and the interface fact carries every interface", async () => {

@@ -28,7 +28,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function startEngine(dir: string, opts: { catalog?: FakeCatalog; quarantineAfter?: number; pluginTimeoutMs?: number; watchPollMs?: number } = {}) {
+async function startEngine(
+  dir: string,
+  opts: { catalog?: FakeCatalog; quarantineAfter?: number; pluginTimeoutMs?: number; watchPollMs?: number; quarantineBackoffMs?: number; quarantineBackoffMaxMs?: number } = {},
+) {
   const metrics = new Metrics({ processMetrics: false });
   const engine = new CheckEngine({
     mode: "node",
@@ -38,6 +41,8 @@ async function startEngine(dir: string, opts: { catalog?: FakeCatalog; quarantin
     // Generous unless a test is about timeouts: the cores are shared.
     pluginTimeoutMs: opts.pluginTimeoutMs ?? 2000,
     quarantineAfter: opts.quarantineAfter,
+    quarantineBackoffMs: opts.quarantineBackoffMs,
+    quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
     watchPollMs: opts.watchPollMs,
     logger: silentLogger,
     metrics,
@@ -210,6 +215,46 @@ describe("quarantine", () => {
     await writeFile(join(dir, "flaky.wasm"), bin.good!);
     await waitFor(() => cond(engine.snapshot(), "good")?.status === "pass", "replacement runs");
     expect(cond(engine.snapshot(), "flaky")).toBeUndefined();
+  });
+
+  it("retries a quarantined plugin after a backoff that doubles per failed retry up to the cap, and one good verdict ends it", async () => {
+    const dir = await newDir();
+    await writeFile(join(dir, "flaky.wasm"), bin.flaky!);
+    const catalog = new FakeCatalog();
+    catalog.outputs.set("t.a", "explode");
+    const base = 300;
+    const max = 1200;
+    const { engine, metrics } = await startEngine(dir, { catalog, quarantineAfter: 1, quarantineBackoffMs: base, quarantineBackoffMaxMs: max });
+    await waitFor(() => cond(engine.snapshot(), "flaky")?.reason === "PluginQuarantined", "quarantined");
+    // Each failed retry sets a later retry time; collect them from the messages.
+    const retryAts: number[] = [];
+    const deadline = Date.now() + 30_000;
+    while (retryAts.length < 5 && Date.now() < deadline) {
+      await engine.refresh();
+      const c = cond(engine.snapshot(), "flaky")!;
+      expect(c.reason).toBe("PluginQuarantined");
+      const m = /next retry in (\d+)s \(at ([^)]+)\)/.exec(c.message)!;
+      expect(Number(m[1])).toBeLessThanOrEqual(Math.ceil(max / 1000));
+      const at = Date.parse(m[2]!);
+      if (retryAts.at(-1) !== at) retryAts.push(at);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(retryAts.length).toBe(5);
+    // A retry runs no earlier than its time, and the next one is set a backoff after it: gaps at least double, up to the cap.
+    for (let k = 1; k < retryAts.length; k++) {
+      expect(retryAts[k]! - retryAts[k - 1]!).toBeGreaterThanOrEqual(Math.min(base * 2 ** k, max) - 5);
+    }
+    const retries = await metrics.registry.getSingleMetric("probegate_plugin_quarantine_retries_total")!.get();
+    expect(retries.values.find((v) => v.labels.plugin === "flaky")!.value).toBeGreaterThanOrEqual(4);
+    expect((await metrics.registry.getSingleMetric("probegate_plugins_quarantined")!.get()).values[0]!.value).toBe(1);
+
+    catalog.outputs.set("t.a", "fine");
+    await waitFor(async () => {
+      await engine.refresh();
+      return cond(engine.snapshot(), "flaky")?.status === "pass";
+    }, "released by a good verdict", 20_000);
+    expect((await metrics.registry.getSingleMetric("probegate_plugins_quarantined")!.get()).values[0]!.value).toBe(0);
+    expect(engine.plugins()[0]!.quarantined).toBe(false);
   });
 
   it("resets the fault count after a good verdict", async () => {

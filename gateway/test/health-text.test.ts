@@ -68,4 +68,18 @@ describe("healthView", () => {
     const w = healthView(snap([cond("adv", "readiness", "fail", "Meh", "advisory")]), "readiness", new Set());
     expect(w).toEqual({ ok: true, lines: ["[+]adv failed (advisory): Meh: adv says fail"] });
   });
+
+  it("names the directory of a refused file when there are several, and lists overrides without failing", () => {
+    const s = snap([cond("kernel-modules", "readiness", "pass")], {
+      refusals: [{ file: "x.wasm", dir: "/etc/probegate/plugins.d", reason: "CompileError", message: "bad", at: "" }],
+      overrides: [{ name: "kernel-modules", file: "/etc/probegate/plugins.d/km.wasm", replaced: "/etc/probegate/plugins/kernel-modules.wasm" }],
+    });
+    const v = healthView(s, "readiness", new Set());
+    expect(v.ok).toBe(true);
+    expect(v.lines).toEqual([
+      "[+]kernel-modules ok",
+      "[!]/etc/probegate/plugins.d/x.wasm refused: CompileError: bad",
+      "[+]plugin kernel-modules: /etc/probegate/plugins.d/km.wasm overrides /etc/probegate/plugins/kernel-modules.wasm",
+    ]);
+  });
 });

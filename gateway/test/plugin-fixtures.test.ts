@@ -114,6 +114,28 @@ describe("fixture files", () => {
     expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 0 failed, 8 errors");
   });
 
+  it("config: is the plugin's configuration, checked like NAME.yaml; --config is the default for cases without one", async () => {
+    const d = fixtures({
+      "optional.yaml": niDown.replace("name: one NI down\n", "name: optional tcp\nconfig: {optionalNets: [tcp]}\n").replace(/expect:[\s\S]*/, "expect: {status: warn, reason: NiDegraded}\n"),
+      "typo.yaml": niDown.replace("name: one NI down\n", "name: typo\nconfig:\n  optionalNet: [tcp]\n"),
+      "plain.yaml": niDown,
+    });
+    const r = await run(NETS, "--fixtures", d);
+    expect(r.stdout).toMatch(/^ok +optional tcp — warn NiDegraded$/m);
+    expect(r.stdout).toMatch(/^ok +one NI down — fail NiDown$/m);
+    expect(r.stdout).toContain(`${join(`case-${seq}`, "typo.yaml")}:2: ConfigInvalid: config: unknown key "optionalNet" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids)`);
+    expect(r.code).toBe(2);
+
+    writeFileSync(join(dir.path, "lnet-nets.yaml"), "optionalNets: [tcp]\n");
+    const withDefault = await run(NETS, "--config", "lnet-nets.yaml", "--fixtures", join(d, "plain.yaml"));
+    // The case expects NiDown, the configuration says warn: --config reached the case.
+    expect(withDefault.code).toBe(1);
+    expect(withDefault.stdout).toContain("NiDegraded");
+    const modules = await run(MODULES, "--fixtures", fixtures({ "c.yaml": "config: {modules: lnet}\nsources: {proc.modules: {stdout: \"lnet 1 0 - Live 0x0\\n\"}}\nexpect: {status: pass}\n" }));
+    expect(modules.code).toBe(2);
+    expect(modules.stdout).toContain("modules: expected a list of strings");
+  });
+
   it("refuses a case in a mode the plugin does not declare (the gateway would never run it)", async () => {
     const d = fixtures({ "ctl.yaml": niDown.replace("name: one NI down", "name: on a controller\nmode: controller") });
     const r = await run(NETS, "--fixtures", d);

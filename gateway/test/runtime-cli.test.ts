@@ -36,6 +36,40 @@ async function run(...argv: string[]) {
   return { code, stdout, stderr };
 }
 
+const BUNDLED_NETS = join(process.cwd(), "dist/plugins/lnet-nets.wasm");
+const NI_DOWN = join(process.cwd(), "gateway/demo/scenarios/ni-down/net_show.out");
+
+describe("plugin configuration on the command line", () => {
+  it("plugin test --config runs the plugin with the validated file; a bad file is ConfigInvalid, exit 2", async () => {
+    await writeFile(join(dir.path, "lnet-nets.yaml"), "optionalNets: [tcp]\n");
+    await writeFile(join(dir.path, "typo.yaml"), "# note\noptionalNet: [tcp]\n");
+    const base = ["test", BUNDLED_NETS, "--source", `lnetctl.net_show=${NI_DOWN}`];
+    const plain = await run(...base);
+    expect(plain.code).toBe(1);
+    expect(plain.stdout).toContain("fail: NiDown");
+    const configured = await run(...base, "--config", "lnet-nets.yaml");
+    expect(configured.code).toBe(0);
+    expect(configured.stdout).toContain("warn: NiDegraded");
+    const json = JSON.parse((await run(...base, "--config", "lnet-nets.yaml", "--json")).stdout);
+    expect(json.input.config).toEqual({ optionalNets: ["tcp"], requiredNets: [], minUpPerNet: 0, ignoreNids: [] });
+    const bad = await run(...base, "--config", "typo.yaml");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`ConfigInvalid: ${join(dir.path, "typo.yaml")}:2: unknown key "optionalNet" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids)`);
+  });
+
+  it("plugin inspect lists the declared keys and validates a configuration", async () => {
+    const r = await run("inspect", BUNDLED_NETS, "--config", "lnet-nets.yaml");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/minUpPerNet \(integer, min 0; default 0\): multi-rail/);
+    expect(r.stdout).toContain(`configuration: ${join(dir.path, "lnet-nets.yaml")} (sha256 `);
+    const bad = await run("inspect", BUNDLED_NETS, "--config", "typo.yaml", "--json");
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).config.error).toContain('unknown key "optionalNet"');
+    const none = await run("inspect", join(dir.path, "mods.wasm"));
+    expect(none.stdout).toContain("config:      (none: this plugin takes no configuration)");
+  });
+});
+
 describe("probegate plugin test", () => {
   it("exits 0 on pass and warn, 1 on fail, and prints the verdict and facts", async () => {
     const pass = await run("test", "nids.wasm", "--source", "lctl.list_nids=pass.txt");

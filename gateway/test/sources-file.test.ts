@@ -127,8 +127,26 @@ describe("--sources file", () => {
     ["a bad maxOutput", "- {name: a, argv: [x], timeout: 1s, ttl: 1s, maxOutput: 1GB}", /maxOutput: "1GB" is not a size/],
     ["a huge maxOutput", "- {name: a, argv: [x], timeout: 1s, ttl: 1s, maxOutput: 1024MiB}", /maxOutput: must be between/],
     ["an entry that is not a map", "- lnetctl peer show", /entry 0: /],
+    ["a missing timeout, saying what is required", "- {name: a, argv: [x], ttl: 1s}", /entry 0 \("a"\): timeout: required, a duration such as 5s/],
+    ["a missing name, saying what is required", "- {argv: [x], timeout: 1s, ttl: 1s}", /entry 0: name: required, a source name such as lnet\.peer_show/],
+    ["neither argv nor a file glob", "- {name: a, ttl: 1s}", /needs argv \(a command, .*\) or a read-only file source \(sysfs: GLOB or procfs: GLOB\)/],
+    ["argv and a glob together", "- {name: a, argv: [x], sysfs: class/net/*/operstate, timeout: 1s, ttl: 1s}", /sysfs: takes one of argv, sysfs and procfs/],
+    ["an absolute glob", "- {name: a, sysfs: /etc/*}", /sysfs: must be relative to the root/],
+    ["a .. segment", "- {name: a, procfs: 1/../../etc/passwd}", /procfs: "\.\." segments are refused/],
+    ["a ** glob", "- {name: a, sysfs: class/**/state}", /sysfs: \*\* is not supported/],
+    ["a character class", "- name: a\n  sysfs: class/net/eth[01]/operstate", /only \* and \? are supported/],
+    ["a timeout on a file source", "- {name: a, sysfs: class/net/*/operstate, timeout: 1s}", /timeout: only for argv sources/],
+    ["maxFiles on a command", "- {name: a, argv: [x], timeout: 1s, ttl: 1s, maxFiles: 3}", /maxFiles: only for sysfs and procfs sources/],
   ])("refuses %s", async (_what, yaml, pattern) => {
     expect(await loadError(`${yaml}\n`)).toMatch(pattern);
+  });
+
+  it("adds read-only file sources by glob, relative to --path.sysfs / --path.procfs", async () => {
+    const catalog = await load("- {name: ib.port_state, sysfs: class/infiniband/*/ports/*/state}\n- {name: p.status, procfs: 1/status, ttl: 5s, maxFiles: 1}\n");
+    expect(catalog.describe().slice(-2)).toEqual([
+      { name: "ib.port_state", kind: "file", path: join(dir, "class/infiniband/*/ports/*/state"), ttlMs: 1000, params: [] },
+      { name: "p.status", kind: "file", path: join(dir, "1/status"), ttlMs: 5000, params: [] },
+    ]);
   });
 
   it("reports every problem at once", async () => {

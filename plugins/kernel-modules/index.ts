@@ -1,12 +1,15 @@
-// Are the `lnet` and `lustre` kernel modules loaded? Reads /proc/modules.
+// Are the required kernel modules (by default `lnet` and `lustre`) loaded?
+// Reads /proc/modules. Configuration (kernel-modules.yaml):
+//   modules: [lnet, lustre, ko2iblnd]
 import { Manifest, Result, checkSource, humanList, Opened, parseError, LineFields, lineEnd } from "../sdk";
 
 const SOURCE = "proc.modules";
-const REQUIRED: Array<string> = ["lnet", "lustre"];
+const DEFAULT_MODULES: Array<string> = ["lnet", "lustre"];
 
 export function manifest(): string {
-  return new Manifest("kernel-modules", "1.0.0", "lnet and lustre kernel modules are loaded")
+  return new Manifest("kernel-modules", "1.1.0", "the required kernel modules (lnet and lustre unless configured) are loaded")
     .source(SOURCE)
+    .stringsOption("modules", DEFAULT_MODULES, "kernel modules that must be loaded and Live, e.g. [lnet, lustre, ko2iblnd]")
     .toJson();
 }
 
@@ -15,6 +18,7 @@ export function check(input: string): string {
 }
 
 function evaluate(o: Opened): Result {
+  const REQUIRED = o.input.configStrings("modules", DEFAULT_MODULES);
   // /proc/modules: `name size refcount deps state address [taint]`. Fields are
   // looked at in place; only the states of the required modules are copied.
   const found = new Array<bool>(REQUIRED.length);
@@ -60,5 +64,6 @@ function evaluate(o: Opened): Result {
   if (notLive.length > 0) {
     return Result.fail("ModulesNotLive", "kernel module(s) not live: " + humanList(notLive));
   }
-  return Result.pass("ModulesLoaded", "kernel modules lnet and lustre are loaded");
+  if (REQUIRED.length == 0) return Result.pass("NoModulesRequired", "no kernel modules are configured as required");
+  return Result.pass("ModulesLoaded", "kernel module(s) " + humanList(REQUIRED) + " loaded");
 }

@@ -8,9 +8,18 @@ import {
 
 const SOURCE = "lnetctl.net_show";
 
+// Configuration (lnet-nets.yaml), all optional:
+//   optionalNets: [tcp]        NIs down on these nets give warn, not fail
+//   requiredNets: [o2ib]       fail when one of these nets has no NI
+//   minUpPerNet: 1             multi-rail: this many NIs up per net turns the rest's downs into warn (0 = all)
+//   ignoreNids: [10.0.0.9@tcp] NIs not looked at
 export function manifest(): string {
-  return new Manifest("lnet-nets", "1.0.0", "a non-loopback LNet network is configured and all its NIs are up")
+  return new Manifest("lnet-nets", "1.1.0", "a non-loopback LNet network is configured and all its NIs are up")
     .source(SOURCE)
+    .stringsOption("optionalNets", new Array<string>(), "nets (net type as lnetctl prints it, e.g. tcp, o2ib1) whose NIs being down gives warn, not fail")
+    .stringsOption("requiredNets", new Array<string>(), "nets that must be configured with at least one NI; fail when one is missing")
+    .intOption("minUpPerNet", 0, 0, "multi-rail: at least this many NIs up on a net makes its down NIs a warning; 0 requires all")
+    .stringsOption("ignoreNids", new Array<string>(), "NIDs not looked at (neither counted nor judged)")
     .toJson();
 }
 
@@ -18,8 +27,30 @@ export function check(input: string): string {
   return checkSource(input, SOURCE, evaluate);
 }
 
+/** Per-net tally of non-loopback NIs. */
+class NetTally {
+  name: string;
+  total: i32 = 0;
+  up: i32 = 0;
+  down: Array<string> = new Array<string>();
+  constructor(name: string) {
+    this.name = name;
+  }
+}
+
+function tallyFor(list: Array<NetTally>, name: string): NetTally {
+  for (let i = 0; i < list.length; i++) if (list[i].name == name) return list[i];
+  const t = new NetTally(name);
+  list.push(t);
+  return t;
+}
+
 function evaluate(o: Opened): Result {
   if (o.source.truncated) return parseError(o.source, "output was truncated");
+  const optionalNets = o.input.configStrings("optionalNets", new Array<string>());
+  const requiredNets = o.input.configStrings("requiredNets", new Array<string>());
+  const minUp = o.input.configInt("minUpPerNet", 0);
+  const ignoreNids = o.input.configStrings("ignoreNids", new Array<string>());
 
   const doc = parseYaml(o.text);
   // Only an error document mentions errno; skip walking a big healthy tree.
@@ -35,13 +66,15 @@ function evaluate(o: Opened): Result {
     return parseError(o.source, why);
   }
 
-  const down = new Array<string>();
+  const tallies = new Array<NetTally>();
   const ifaces = new UniqueList();
   const badIfaces = new UniqueList();
   let remoteNis = 0;
+  let ignored = 0;
   for (let n = 0; n < nets.length; n++) {
     const net = nets.at(n);
-    if (net === null || !net.isObject || net.getText("net type").length == 0) {
+    const netType = net !== null && net.isObject ? net.getText("net type") : "";
+    if (net === null || netType.length == 0) {
       return parseError(o.source, "net entry " + (n + 1).toString() + " has no `net type`");
     }
     const nis = net.get("local NI(s)");
@@ -50,29 +83,59 @@ function evaluate(o: Opened): Result {
       const ni = nis.at(i);
       const nid = ni !== null ? ni.getText("nid") : "";
       if (ni === null || !isValidNid(nid)) {
-        return parseError(o.source, "NI entry without a valid `nid` in net " + net.getText("net type"));
+        return parseError(o.source, "NI entry without a valid `nid` in net " + netType);
       }
       if (isLoopbackNid(nid)) continue;
-      remoteNis++;
-      // Compared in place: no string for the common `status: up`.
-      if (textIs(ni, "status", "up")) {
-        collectInterfaces(ni.get("interfaces"), ifaces, badIfaces);
+      if (ignoreNids.length > 0 && ignoreNids.includes(nid)) {
+        ignored++;
         continue;
       }
-      const status = ni.getText("status");
-      down.push(nid + " (" + (status.length > 0 ? status : "no status") + ")");
+      remoteNis++;
+      const t = tallyFor(tallies, netType);
+      t.total++;
+      // Compared in place: no string for the common `status: up`.
+      if (textIs(ni, "status", "up")) {
+        t.up++;
+      } else {
+        const status = ni.getText("status");
+        t.down.push(nid + " (" + (status.length > 0 ? status : "no status") + ")");
+      }
       collectInterfaces(ni.get("interfaces"), ifaces, badIfaces);
     }
   }
 
+  const missing = new Array<string>();
+  for (let i = 0; i < requiredNets.length; i++) {
+    let found = false;
+    for (let t = 0; t < tallies.length; t++) if (tallies[t].name == requiredNets[i]) found = true;
+    if (!found) missing.push(requiredNets[i]);
+  }
+  const failing = new Array<string>();
+  const degraded = new Array<string>();
+  for (let t = 0; t < tallies.length; t++) {
+    const tally = tallies[t];
+    if (tally.down.length == 0) continue;
+    const text = humanList(tally.down);
+    if (optionalNets.includes(tally.name)) degraded.push(text + " (optional net " + tally.name + ")");
+    else if (minUp > 0 && tally.up >= minUp) degraded.push(text + " (" + tally.up.toString() + " of " + tally.total.toString() + " NIs of " + tally.name + " up)");
+    else for (let d = 0; d < tally.down.length; d++) failing.push(tally.down[d]);
+  }
+
   let r: Result;
   if (remoteNis == 0) {
-    r = Result.fail("NoNonLoopbackNet", "no non-loopback LNet network with NIs is configured (only 0@lo)");
-  } else if (down.length > 0) {
-    r = Result.fail("NiDown", "LNet NI(s) not up: " + humanList(down));
+    let msg = "no non-loopback LNet network with NIs is configured (only 0@lo)";
+    if (ignored > 0) msg += "; " + ignored.toString() + " NI(s) ignored by configuration";
+    r = Result.fail("NoNonLoopbackNet", msg);
+  } else if (missing.length > 0) {
+    r = Result.fail("RequiredNetMissing", "required LNet net(s) not configured: " + humanList(missing));
+  } else if (failing.length > 0) {
+    r = Result.fail("NiDown", "LNet NI(s) not up: " + humanList(failing));
+  } else if (degraded.length > 0) {
+    r = Result.warn("NiDegraded", "LNet NI(s) not up, tolerated by configuration: " + joinStrings(degraded, "; "));
   } else {
     r = Result.pass("NetsUp", remoteNis.toString() + " non-loopback NI(s) up");
   }
+  if (ignored > 0 && remoteNis > 0) r.message += "; " + ignored.toString() + " NI(s) ignored by configuration";
   if (badIfaces.length > 0) r.message += "; ignored invalid interface name(s): " + humanList(badIfaces.items, 3);
   if (doc.stray > 0) r.message += "; ignored " + doc.stray.toString() + " non-YAML line(s)";
   if (ifaces.length > 0) r.fact("lnet.interfaces", joinStrings(ifaces.items, ","));

@@ -2,13 +2,16 @@
 // `unknown` passes: virtual and tunnel devices (and many VM NICs) never report
 // carrier state, so treating it as down would fail healthy nodes; the message
 // still names them.
+// Configuration (net-interfaces.yaml):
+//   ignoreInterfaces: [eth1]
 import { Manifest, Result, checkSource, humanList, isValidIfName, Opened, parseError, clip, oneLine, LineFields, lineEnd } from "../sdk";
 
 const SOURCE = "sys.net.operstate";
 
 export function manifest(): string {
-  return new Manifest("net-interfaces", "1.0.0", "network interfaces used by LNet are operationally up")
+  return new Manifest("net-interfaces", "1.1.0", "network interfaces used by LNet are operationally up")
     .source(SOURCE)
+    .stringsOption("ignoreInterfaces", new Array<string>(), "interfaces whose state is not checked, e.g. [eth1]")
     .toJson();
 }
 
@@ -17,6 +20,8 @@ export function check(input: string): string {
 }
 
 function evaluate(o: Opened): Result {
+  const ignore = o.input.configStrings("ignoreInterfaces", new Array<string>());
+  const ignored = new Array<string>();
   const up = new Array<string>();
   const unknown = new Array<string>();
   const bad = new Array<string>();
@@ -40,13 +45,16 @@ function evaluate(o: Opened): Result {
       return parseError(o.source, "expected `IFACE STATE` on line " + lineNo.toString() + ": " + clip(oneLine(text.substring(start, end)), 60));
     }
     start = nl + 1;
-    if (f.is(1, "up")) up.push(name);
+    if (ignore.includes(name)) ignored.push(name);
+    else if (f.is(1, "up")) up.push(name);
     else if (f.is(1, "unknown")) unknown.push(name);
     else bad.push(name + " (" + clip(f.text(1), 20) + ")");
   }
-  if (up.length + unknown.length + bad.length == 0) return parseError(o.source, "no interfaces listed");
-  if (bad.length > 0) return Result.fail("InterfaceDown", "interface(s) not up: " + humanList(bad));
+  if (up.length + unknown.length + bad.length + ignored.length == 0) return parseError(o.source, "no interfaces listed");
+  const note = ignored.length > 0 ? "; ignored by configuration: " + humanList(ignored) : "";
+  if (bad.length > 0) return Result.fail("InterfaceDown", "interface(s) not up: " + humanList(bad) + note);
+  if (up.length + unknown.length == 0) return Result.pass("InterfacesIgnored", "every listed interface is ignored by configuration: " + humanList(ignored));
   let msg = "interface(s) up: " + humanList(up.concat(unknown));
   if (unknown.length > 0) msg += "; operstate unknown (counted as up): " + humanList(unknown);
-  return Result.pass("InterfacesUp", msg);
+  return Result.pass("InterfacesUp", msg + note);
 }

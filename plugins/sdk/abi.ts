@@ -3,8 +3,8 @@
 
 import { Kind, Value } from "./value";
 import { parseJson } from "./json";
-import { JsonObjectWriter, utf8Length } from "./jsonwrite";
-import { clip, firstLine, oneLine, textProblem } from "./strings";
+import { JsonObjectWriter, jsonString, utf8Length } from "./jsonwrite";
+import { clip, firstLine, joinStrings, oneLine, textProblem } from "./strings";
 import { findLnetErrorIn } from "./lnet";
 
 export const ABI_VERSION: i32 = 1;
@@ -34,6 +34,14 @@ export class CheckInput {
   error: string = "";
   mode: string = "";
   sources: Array<Source> = new Array<Source>();
+  /**
+   * The plugin's configuration: every key the manifest declares (Manifest
+   * option calls), with the operator's NAME.yaml over the declared defaults,
+   * already validated by the host. null when the host sent none (a gateway
+   * older than configuration support): read it through the config* helpers,
+   * which fall back to the defaults the plugin passes.
+   */
+  config: Value | null = null;
   private factKeys: Array<string> = new Array<string>();
   private factValues: Array<string> = new Array<string>();
 
@@ -73,6 +81,8 @@ export class CheckInput {
         if (v !== null && v.isObject) input.sources.push(decodeSource(sources.keyAt(i), v));
       }
     }
+    const config = root.get("config");
+    if (config !== null && config.isObject) input.config = config;
     const facts = root.get("facts");
     if (facts !== null && facts.isObject) {
       for (let i = 0; i < facts.length; i++) {
@@ -96,6 +106,47 @@ export class CheckInput {
   hasFact(name: string): bool {
     for (let i = 0; i < this.factKeys.length; i++) if (this.factKeys[i] == name) return true;
     return false;
+  }
+
+  /** Configuration list `key` (strings only), or `fallback` when not configured. */
+  configStrings(key: string, fallback: Array<string>): Array<string> {
+    const cfg = this.config;
+    if (cfg === null) return fallback;
+    const v = cfg.get(key);
+    if (v === null || !v.isArray) return fallback;
+    const out = new Array<string>();
+    for (let i = 0; i < v.length; i++) {
+      const item = v.at(i);
+      if (item !== null && item.isString) out.push(item.text());
+    }
+    return out;
+  }
+
+  /** Configuration number `key` as an i32, or `fallback` when not configured. */
+  configInt(key: string, fallback: i32): i32 {
+    const cfg = this.config;
+    if (cfg === null) return fallback;
+    const v = cfg.get(key);
+    if (v === null || v.kind != Kind.Number || !isFinite(v.num) || v.num < -2147483648 || v.num > 2147483647) return fallback;
+    return <i32>v.num;
+  }
+
+  /** Configuration flag `key`, or `fallback` when not configured. */
+  configBool(key: string, fallback: bool): bool {
+    const cfg = this.config;
+    if (cfg === null) return fallback;
+    const v = cfg.get(key);
+    if (v === null || v.kind != Kind.Bool) return fallback;
+    return v.num != 0;
+  }
+
+  /** Configuration text `key`, or `fallback` when not configured. */
+  configString(key: string, fallback: string): string {
+    const cfg = this.config;
+    if (cfg === null) return fallback;
+    const v = cfg.get(key);
+    if (v === null || !v.isString) return fallback;
+    return v.text();
   }
 
   /** Fact value, or "" when absent. */
@@ -224,6 +275,8 @@ export class Manifest {
   modes: Array<string> = ["node"];
   probe: string = "readiness";
   severity: string = "required";
+  /** Rendered `"key":{…}` declarations of the `config` object. */
+  private options: Array<string> = new Array<string>();
 
   constructor(name: string, version: string, description: string) {
     this.name = name;
@@ -253,8 +306,34 @@ export class Manifest {
     return this;
   }
 
+  /** Declares configuration list `key` (NAME.yaml `key: [a, b]`); read it with input.configStrings. */
+  stringsOption(key: string, defaults: Array<string>, description: string): Manifest {
+    return this.option(key, "string[]", new JsonObjectWriter().stringArray("default", defaults), description);
+  }
+
+  /** Declares a whole-number option of at least `min`; read it with input.configInt. */
+  intOption(key: string, fallback: i32, min: i32, description: string): Manifest {
+    return this.option(key, "integer", new JsonObjectWriter().number("default", fallback).number("min", min), description);
+  }
+
+  /** Declares a true/false option; read it with input.configBool. */
+  boolOption(key: string, fallback: bool, description: string): Manifest {
+    return this.option(key, "boolean", new JsonObjectWriter().raw("default", fallback ? "true" : "false"), description);
+  }
+
+  /** Declares a text option; read it with input.configString. */
+  stringOption(key: string, fallback: string, description: string): Manifest {
+    return this.option(key, "string", new JsonObjectWriter().string("default", fallback), description);
+  }
+
+  private option(key: string, type: string, rest: JsonObjectWriter, description: string): Manifest {
+    const w = rest.string("type", type).string("description", description);
+    this.options.push(jsonString(key) + ":" + w.toString());
+    return this;
+  }
+
   toJson(): string {
-    return new JsonObjectWriter()
+    const w = new JsonObjectWriter()
       .number("abi", ABI_VERSION)
       .string("name", this.name)
       .string("version", this.version)
@@ -262,8 +341,9 @@ export class Manifest {
       .stringArray("sources", this.sources)
       .stringArray("modes", this.modes)
       .string("probe", this.probe)
-      .string("severity", this.severity)
-      .toString();
+      .string("severity", this.severity);
+    if (this.options.length > 0) w.raw("config", "{" + joinStrings(this.options, ",") + "}");
+    return w.toString();
   }
 }
 

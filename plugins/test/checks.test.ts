@@ -224,3 +224,64 @@ describe("input handling shared by all plugins", () => {
     expect(r.message).toContain("ignored line(s): 😀");
   });
 });
+
+// Configuration (manifest `config`; the host passes every declared key, validated).
+describe("configuration", () => {
+  const withConfig = (sources: Parameters<typeof input>[0], config: Record<string, unknown>) => ({ ...input(sources), config });
+
+  it("each configurable plugin declares its keys with defaults, and only those", () => {
+    const decl = (name: string) => loadPlugin(name).manifest().config;
+    expect(Object.keys(decl("kernel-modules"))).toEqual(["modules"]);
+    expect(decl("kernel-modules").modules).toMatchObject({ type: "string[]", default: ["lnet", "lustre"] });
+    expect(Object.keys(decl("lnet-nets"))).toEqual(["optionalNets", "requiredNets", "minUpPerNet", "ignoreNids"]);
+    expect(decl("lnet-nets").minUpPerNet).toMatchObject({ type: "integer", default: 0, min: 0 });
+    expect(Object.keys(decl("net-interfaces"))).toEqual(["ignoreInterfaces"]);
+    expect(loadPlugin("lnet-nids").manifest().config).toBeUndefined();
+  });
+
+  it("kernel-modules: modules replaces the required list", () => {
+    const km = loadPlugin("kernel-modules");
+    const src = { "proc.modules": okSource(fixture("modules/loaded.txt"), { exitCode: null }) };
+    expectResult(km.check(withConfig(src, { modules: ["lnet", "lustre", "ko2iblnd"] })), { status: "fail", reason: "ModulesMissing", message: /not loaded: ko2iblnd$/ });
+    expectResult(km.check(withConfig(src, { modules: ["lnet"] })), { status: "pass", reason: "ModulesLoaded", message: /module\(s\) lnet loaded/ });
+    expectResult(km.check(withConfig(src, { modules: [] })), { status: "pass", reason: "NoModulesRequired" });
+  });
+
+  describe("lnet-nets", () => {
+    const nets = loadPlugin("lnet-nets");
+    const run = (file: string, config: Record<string, unknown>) => nets.check(withConfig({ "lnetctl.net_show": okSource(fixture(file)) }, config));
+    const defaults = { optionalNets: [], requiredNets: [], minUpPerNet: 0, ignoreNids: [] };
+
+    it("with the defaults behaves as without configuration", () => {
+      expectResult(run("net_show/ni-down.yaml", defaults), { status: "fail", reason: "NiDown", message: /10\.1\.0\.4@tcp \(down\)/ });
+      expectResult(run("net_show/multi-net.yaml", defaults), { status: "pass", reason: "NetsUp" });
+    });
+    it("optionalNets: NIs down there warn instead of failing", () => {
+      expectResult(run("net_show/ni-down.yaml", { ...defaults, optionalNets: ["tcp"] }), {
+        status: "warn", reason: "NiDegraded", message: /10\.1\.0\.4@tcp \(down\) \(optional net tcp\)/, facts: { "lnet.interfaces": "eth0" },
+      });
+      expectResult(run("net_show/ni-down.yaml", { ...defaults, optionalNets: ["tcp1"] }), { status: "fail", reason: "NiDown" });
+    });
+    it("minUpPerNet: enough NIs up on a multi-rail net warns for the rest; too few fails", () => {
+      expectResult(run("net_show/multi-rail-one-down.yaml", { ...defaults, minUpPerNet: 1 }), { status: "warn", reason: "NiDegraded", message: /172\.16\.1\.12@o2ib \(down\) \(1 of 2 NIs of o2ib up\)/ });
+      expectResult(run("net_show/multi-rail-one-down.yaml", { ...defaults, minUpPerNet: 2 }), { status: "fail", reason: "NiDown" });
+      expectResult(run("net_show/ni-down.yaml", { ...defaults, minUpPerNet: 1 }), { status: "fail", reason: "NiDown" });
+    });
+    it("requiredNets: a missing net fails", () => {
+      expectResult(run("net_show/multi-net.yaml", { ...defaults, requiredNets: ["tcp", "o2ib3"] }), { status: "pass", reason: "NetsUp" });
+      expectResult(run("net_show/multi-net.yaml", { ...defaults, requiredNets: ["o2ib", "tcp"] }), { status: "fail", reason: "RequiredNetMissing", message: /not configured: o2ib$/ });
+    });
+    it("ignoreNids: an ignored NI is neither counted nor judged", () => {
+      expectResult(run("net_show/multi-rail-one-down.yaml", { ...defaults, ignoreNids: ["172.16.1.12@o2ib"] }), { status: "pass", reason: "NetsUp", message: /^1 non-loopback NI\(s\) up; 1 NI\(s\) ignored by configuration$/ });
+      expectResult(run("net_show/ni-down.yaml", { ...defaults, ignoreNids: ["10.1.0.4@tcp"] }), { status: "fail", reason: "NoNonLoopbackNet", message: /1 NI\(s\) ignored by configuration/ });
+    });
+  });
+
+  it("net-interfaces: ignoreInterfaces are not judged", () => {
+    const ni = loadPlugin("net-interfaces");
+    const run = (text: string, ignoreInterfaces: string[]) => ni.check(withConfig({ "sys.net.operstate": okSource(text, { exitCode: null }) }, { ignoreInterfaces }));
+    expectResult(run("eth0 up\neth1 down\n", ["eth1"]), { status: "pass", reason: "InterfacesUp", message: /eth0.*ignored by configuration: eth1/ });
+    expectResult(run("eth0 up\neth1 down\n", []), { status: "fail", reason: "InterfaceDown", message: /eth1 \(down\)/ });
+    expectResult(run("eth1 down\n", ["eth1"]), { status: "pass", reason: "InterfacesIgnored" });
+  });
+});

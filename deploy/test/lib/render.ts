@@ -1,16 +1,15 @@
 // Renders the real Kustomize tree with a real renderer: `kubectl kustomize`
 // (kubectl embeds kustomize; v5 on this project's machines), or the
-// standalone binary named by $KUSTOMIZE (`$KUSTOMIZE build DIR`).
-// The tree is copied to a temporary directory first so the default plugin set
-// can be staged into base/plugins/ without touching the work tree: the real
-// dist/plugins/*.wasm when built, else tiny stand-ins named after the
-// kustomization's list (only the build-dependent tests look at the bytes).
+// standalone binary named by $KUSTOMIZE (`$KUSTOMIZE build DIR`). The tree is
+// rendered as checked out: nothing is staged (the default plugins come from
+// the image), so what the tests render is what `kubectl apply -k` applies from
+// a clean checkout.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseAllDocuments, parse } from "yaml";
-import { DIST_PLUGINS, KUSTOMIZE_DIR } from "./paths.js";
+import { DEPLOY, KUSTOMIZE_DIR, REPO } from "./paths.js";
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: any };
 
@@ -33,49 +32,77 @@ export function renderer(): { cmd: string; args: (dir: string) => string[]; vers
   return { cmd: "kubectl", args: (dir) => ["kustomize", dir], version };
 }
 
-/** Plugin file names the base's probegate-plugins generator lists. */
+/** Volume checks (volume-*) run only in gateway mode. */
+export const isVolumePlugin = (file: string) => path.basename(file).startsWith("volume-");
+
+/**
+ * The node checks the image bundles, as NAME.wasm: every plugins/<name>/
+ * with an index.ts but the volume checks (read from the source tree, so it
+ * holds before a build too).
+ */
 export function listedPlugins(): string[] {
+  const dir = path.join(REPO, "plugins");
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && !["sdk", "test", "fixtures", "node_modules"].includes(d.name) && existsSync(path.join(dir, d.name, "index.ts")))
+    .map((d) => `${d.name}.wasm`)
+    .filter((f) => !isVolumePlugin(f))
+    .sort();
+}
+
+/** File names the base's probegate-plugins generator lists (plugin configurations). */
+export function listedPluginFiles(): string[] {
   const k = parse(readFileSync(path.join(KUSTOMIZE_DIR, "base/kustomization.yaml"), "utf8"));
   const gen = (k.configMapGenerator as any[]).find((g) => g.name === "probegate-plugins");
   return (gen.files as string[]).map((f) => path.basename(f));
 }
 
-/** Volume checks (volume-*.wasm) ship in the gateway-mode overlay, not the base. */
-export const isVolumePlugin = (file: string) => path.basename(file).startsWith("volume-");
-
-/** The built plugins the base ConfigMap carries: every .wasm but the volume checks. */
-export function builtNodePlugins(): string[] {
-  return existsSync(DIST_PLUGINS) ? readdirSync(DIST_PLUGINS).filter((f) => f.endsWith(".wasm") && !isVolumePlugin(f)) : [];
-}
-
 export interface Rendered {
   docs: K8sObject[];
-  stubbed: boolean;
 }
 
-const STUB = Uint8Array.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]); // "\0asm" v1, empty module
+/** Renders DIR (absolute) with the real renderer. */
+export function renderDir(dir: string): Rendered {
+  const r = renderer();
+  const yamlText = execFileSync(r.cmd, r.args(dir), { encoding: "utf8", maxBuffer: 64 << 20 });
+  const docs = parseAllDocuments(yamlText).map((d) => {
+    if (d.errors.length) throw d.errors[0];
+    return d.toJS() as K8sObject;
+  });
+  return { docs: docs.filter(Boolean) };
+}
 
-/** `extraFiles` (path relative to the kustomize dir → content) are written into the copy first, e.g. a test overlay. */
+/**
+ * Renders a directory of deploy/kustomize (e.g. "base", "overlays/example") in
+ * place; with `extraFiles` (path relative to deploy/kustomize → content, e.g.
+ * a test overlay), in a copy with those files written first.
+ */
 export function render(relDir: string, extraFiles: Record<string, string> = {}): Rendered {
+  if (Object.keys(extraFiles).length === 0) return renderDir(path.join(KUSTOMIZE_DIR, relDir));
+  return renderEdited(path.join("kustomize", relDir), (copy) => {
+    for (const [rel, text] of Object.entries(extraFiles)) {
+      const file = path.join(copy, "kustomize", rel);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, text);
+    }
+  });
+}
+
+/** Renders a directory of deploy/ (e.g. "gateway-mode") in place. */
+export function renderDeploy(relDir: string): Rendered {
+  return renderDir(path.join(DEPLOY, relDir));
+}
+
+/**
+ * Copies deploy/ to a temporary directory, lets `edit` change the copy (it
+ * gets the copy's deploy/ path), and renders `relDir` of the copy.
+ */
+export function renderEdited(relDir: string, edit: (deployCopy: string) => void): Rendered {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "probegate-kustomize-"));
   try {
-    cpSync(KUSTOMIZE_DIR, tmp, { recursive: true });
-    for (const [rel, text] of Object.entries(extraFiles)) {
-      mkdirSync(path.dirname(path.join(tmp, rel)), { recursive: true });
-      writeFileSync(path.join(tmp, rel), text);
-    }
-    const dest = path.join(tmp, "base/plugins");
-    const real = builtNodePlugins();
-    const stubbed = real.length === 0;
-    if (stubbed) for (const f of listedPlugins()) writeFileSync(path.join(dest, f), STUB);
-    else for (const f of real) cpSync(path.join(DIST_PLUGINS, f), path.join(dest, f));
-    const r = renderer();
-    const yamlText = execFileSync(r.cmd, r.args(path.join(tmp, relDir)), { encoding: "utf8", maxBuffer: 64 << 20 });
-    const docs = parseAllDocuments(yamlText).map((d) => {
-      if (d.errors.length) throw d.errors[0];
-      return d.toJS() as K8sObject;
-    });
-    return { docs: docs.filter(Boolean), stubbed };
+    const copy = path.join(tmp, "deploy");
+    cpSync(DEPLOY, copy, { recursive: true, filter: (src) => !src.includes(`${path.sep}node_modules`) });
+    edit(copy);
+    return renderDir(path.join(copy, relDir));
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

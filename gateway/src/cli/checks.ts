@@ -79,29 +79,33 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     if (err instanceof SourcesFileError) throw new UsageError(`--sources: ${err.message}`);
     throw err;
   }
-  const pluginsDir = cfg.pluginsDir ?? BUNDLED_PLUGINS_DIR;
+  const pluginsDirs = cfg.pluginsDirs.length > 0 ? cfg.pluginsDirs : [BUNDLED_PLUGINS_DIR];
   const engine = new CheckEngine({
     mode: cfg.mode,
     catalog,
-    pluginsDir,
+    pluginsDirs,
     checkIntervalMs: cfg.checkIntervalMs,
     pluginTimeoutMs: cfg.pluginTimeoutMs,
     pluginMemoryMiB: cfg.pluginMemoryMiB,
     quarantineAfter: cfg.quarantineAfter,
+    quarantineBackoffMs: cfg.quarantineBackoffMs,
+    quarantineBackoffMaxMs: cfg.quarantineBackoffMaxMs,
     requiredChecks: cfg.requireChecks,
     logger,
     metrics,
   });
   await engine.start();
+  await catalog.watch();
   return {
     engine,
     catalog,
     stop: async () => {
+      catalog.stop();
       await engine.stop();
       host.demoDir?.remove();
     },
     describe: {
-      pluginsDir,
+      pluginsDirs,
       demo: host.demo ?? "off",
       ...(cfg.execInProcess ? { execInProcess: cfg.execInProcess } : {}),
       ...(cfg.requireChecks.length ? { requireChecks: cfg.requireChecks } : {}),

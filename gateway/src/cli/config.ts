@@ -6,6 +6,7 @@ import { isLoopback, parseEndpoint, type Endpoint } from "../transport/endpoint.
 import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "../transport/edge-limits.js";
 import { parseDuration } from "../engine/sources/units.js";
 import { parseArgsOptions } from "./flags.js";
+import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
 
 /** A bad command line: printed as one line, exit code 2. */
 export class UsageError extends Error {}
@@ -27,11 +28,14 @@ export interface Config {
   maxRequestBytes: number;
   limits: EdgeLimits;
   shutdownTimeoutMs: number;
-  pluginsDir?: string;
+  /** --plugins-dir, in order; empty means the bundled plugins. */
+  pluginsDirs: string[];
   checkIntervalMs: number;
   pluginTimeoutMs: number;
   pluginMemoryMiB: number;
   quarantineAfter: number;
+  quarantineBackoffMs: number;
+  quarantineBackoffMaxMs: number;
   procfs: string;
   sysfs: string;
   sourcesFile?: string;
@@ -44,6 +48,8 @@ export interface Config {
   gate: Set<GateName>;
   upstreamTimeoutCapMs: number;
   logLevel: LevelWithSilent;
+  /** Kubernetes node reporting; undefined when off. */
+  kube?: KubeReportingSpec;
 }
 
 const GATES: readonly GateName[] = ["node-stage", "node-publish"];
@@ -107,6 +113,24 @@ function edgeLimits(str: (k: string) => string | undefined): EdgeLimits {
   return limits;
 }
 
+function pluginsDirs(dirs: string[]): string[] {
+  for (const d of dirs) if (d === "") throw new UsageError("--plugins-dir: must not be empty");
+  const seen = new Set<string>();
+  for (const d of dirs) {
+    if (seen.has(d)) throw new UsageError(`--plugins-dir: ${d} is given twice`);
+    seen.add(d);
+  }
+  return dirs;
+}
+
+function quarantineBackoff(first: string, max: string): { quarantineBackoffMs: number; quarantineBackoffMaxMs: number } {
+  const a = duration("quarantine-backoff", first);
+  const b = duration("quarantine-backoff-max", max);
+  if (a < 100) throw new UsageError(`--quarantine-backoff: must be at least 100ms, got "${first}"`);
+  if (b < a) throw new UsageError(`--quarantine-backoff-max: must not be shorter than --quarantine-backoff (${first}), got "${max}"`);
+  return { quarantineBackoffMs: a, quarantineBackoffMaxMs: b };
+}
+
 /** Turns argv and the environment into a validated Config, or throws UsageError. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   let values: Record<string, string | boolean | undefined>;
@@ -125,6 +149,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     throw new UsageError(e.message);
   }
   const str = (k: string) => (typeof values[k] === "string" ? (values[k] as string) : undefined);
+  const list = (k: string): string[] => {
+    const v = values[k] as unknown;
+    return Array.isArray(v) ? (v as string[]) : typeof v === "string" ? [v] : [];
+  };
 
   const modeRaw = str("mode");
   let mode: Mode;
@@ -204,7 +232,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const demo = str("demo") ?? "off";
   if (demo !== "off" && demo !== "auto" && !/^[a-z0-9-]+$/.test(demo)) throw new UsageError(`--demo: invalid scenario "${demo}"`);
 
+  const kube = kubeSpec(values, str, env, mode);
+
   return {
+    kube,
     help: values.help === true,
     version: values.version === true,
     mode,
@@ -216,11 +247,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     maxRequestBytes: positiveInt("max-request-bytes", str("max-request-bytes") ?? "4194304", 64 * 1024 * 1024),
     limits: edgeLimits(str),
     shutdownTimeoutMs: duration("shutdown-timeout", str("shutdown-timeout") ?? "5s"),
-    pluginsDir: str("plugins-dir"),
+    pluginsDirs: pluginsDirs(list("plugins-dir")),
     checkIntervalMs: Math.max(100, duration("check-interval", str("check-interval") ?? "5s")),
     pluginTimeoutMs: duration("plugin-timeout", str("plugin-timeout") ?? "500ms"),
     pluginMemoryMiB: positiveInt("plugin-memory", str("plugin-memory") ?? "16", 1024),
     quarantineAfter: positiveInt("quarantine-after", str("quarantine-after") ?? "3", 1000),
+    ...quarantineBackoff(str("quarantine-backoff") ?? "30s", str("quarantine-backoff-max") ?? "5m"),
     procfs: str("path.procfs") ?? "/proc",
     sysfs: str("path.sysfs") ?? "/sys",
     sourcesFile: str("sources"),
@@ -233,5 +265,69 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     gate,
     upstreamTimeoutCapMs: duration("upstream-timeout-cap", str("upstream-timeout-cap") ?? "2m"),
     logLevel,
+  };
+}
+
+/**
+ * Node reporting is on only with a node name and something to report: a pod
+ * that merely has NODE_NAME in its environment changes nothing.
+ */
+function kubeSpec(
+  values: Record<string, string | boolean | undefined>,
+  str: (k: string) => string | undefined,
+  env: NodeJS.ProcessEnv,
+  mode: Mode,
+): KubeReportingSpec | undefined {
+  const condition = str("node-condition");
+  const taintRaw = str("node-taint");
+  const perCheck = values["node-condition-per-check"] === true;
+  const impersonate = values["impersonate-node"] === true;
+  if (condition !== undefined) {
+    const problem = qualifiedNameProblem(condition, true);
+    if (problem) throw new UsageError(`--node-condition: "${condition}" ${problem}`);
+  }
+  const taint = taintRaw === undefined ? undefined : (() => {
+    try {
+      return parseTaint(taintRaw);
+    } catch (err) {
+      throw new UsageError(`--node-taint: ${(err as Error).message}`);
+    }
+  })();
+  const modeRaw = str("node-taint-mode") ?? "bootstrap-only";
+  if (modeRaw !== "bootstrap-only" && modeRaw !== "continuous") {
+    throw new UsageError(`--node-taint-mode: expected bootstrap-only or continuous, got "${modeRaw}"`);
+  }
+  const waitRaw = str("node-taint-wait-csinode") ?? "true";
+  if (waitRaw !== "true" && waitRaw !== "false") throw new UsageError(`--node-taint-wait-csinode: expected true or false, got "${waitRaw}"`);
+  if (perCheck && condition === undefined) throw new UsageError("--node-condition-per-check: needs --node-condition");
+  const nodeName = str("node-name") ?? (env.NODE_NAME || undefined);
+  const timings = {
+    heartbeatMs: duration("node-heartbeat", str("node-heartbeat") ?? "5m"),
+    backoffCapMs: duration("node-backoff-cap", str("node-backoff-cap") ?? "30s"),
+    resyncMs: duration("node-resync", str("node-resync") ?? "5m"),
+    writeIntervalMs: duration("node-write-interval", str("node-write-interval") ?? "10s"),
+    requestTimeoutMs: 10_000,
+  };
+  if (timings.heartbeatMs < 1000) throw new UsageError("--node-heartbeat: must be at least 1s");
+  if (timings.resyncMs < 1000) throw new UsageError("--node-resync: must be at least 1s");
+  if (timings.backoffCapMs < 100) throw new UsageError("--node-backoff-cap: must be at least 100ms");
+  if (condition === undefined && taint === undefined) {
+    if (impersonate) throw new UsageError("--impersonate-node: needs --node-condition or --node-taint");
+    return undefined;
+  }
+  if (!nodeName) throw new UsageError(`--${condition !== undefined ? "node-condition" : "node-taint"}: needs --node-name (or NODE_NAME)`);
+  const validName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) && nodeName.length <= 253;
+  if (!validName) throw new UsageError(`--node-name: "${nodeName}" is not a valid node name (a lowercase DNS subdomain)`);
+  if (mode !== "node") throw new UsageError("--node-condition/--node-taint: only in --mode node (the controller runs on no particular node)");
+  return {
+    nodeName,
+    kubeconfig: str("kubeconfig") ?? (env.KUBECONFIG || undefined),
+    condition,
+    conditionPerCheck: perCheck,
+    taint,
+    taintMode: modeRaw as TaintMode,
+    waitForCSINode: waitRaw === "true",
+    impersonateNode: impersonate,
+    timings,
   };
 }

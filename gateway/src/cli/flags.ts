@@ -9,7 +9,7 @@ export interface FlagSpec {
   help: string;
   default?: string;
   env?: string;
-  group: "Serving" | "Checks" | "Gateway mode" | "Other";
+  group: "Serving" | "Checks" | "Gateway mode" | "Kubernetes node" | "Other";
 }
 
 export const FLAGS: readonly FlagSpec[] = [
@@ -43,8 +43,8 @@ export const FLAGS: readonly FlagSpec[] = [
     help: "A connection with nothing in progress is closed after this (HTTP/2 GOAWAY); a quiet one with streams open is pinged, and cut without an answer." },
   { group: "Serving", name: "shutdown-timeout", type: "string", arg: "DURATION", default: "5s",
     help: "On SIGTERM/SIGINT, how long in-flight calls may take before connections are cut." },
-  { group: "Checks", name: "plugins-dir", type: "string", arg: "DIR", default: "the bundled plugins (dist/plugins)",
-    help: "Directory of .wasm check plugins; watched, changes apply within a second (ConfigMap ..data swaps included)." },
+  { group: "Checks", name: "plugins-dir", type: "string", multiple: true, arg: "DIR", default: "the bundled plugins (dist/plugins)",
+    help: "Directory of .wasm check plugins and their NAME.yaml/NAME.json configurations; watched, changes apply within seconds (ConfigMap ..data swaps included). Repeatable: a plugin name in a later directory replaces the same name from an earlier one." },
   { group: "Checks", name: "check-interval", type: "string", arg: "DURATION", default: "5s",
     help: "How often checks are re-evaluated. Probe never waits for them." },
   { group: "Checks", name: "plugin-timeout", type: "string", arg: "DURATION", default: "500ms",
@@ -52,13 +52,17 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Checks", name: "plugin-memory", type: "string", arg: "MiB", default: "16",
     help: "Memory cap of one plugin instance; a plugin that runs into it fails with PluginMemoryLimit." },
   { group: "Checks", name: "quarantine-after", type: "string", arg: "N", default: "3",
-    help: "Consecutive faults (timeout, trap, bad output) after which a plugin is quarantined until its file changes." },
+    help: "Consecutive faults (timeout, trap, bad output) after which a plugin is quarantined: it is retried with backoff, and released by one good verdict or a change of its file." },
+  { group: "Checks", name: "quarantine-backoff", type: "string", arg: "DURATION", default: "30s",
+    help: "First retry of a quarantined plugin after this long; doubles after each failed retry." },
+  { group: "Checks", name: "quarantine-backoff-max", type: "string", arg: "DURATION", default: "5m",
+    help: "Longest wait between retries of a quarantined plugin." },
   { group: "Checks", name: "path.procfs", type: "string", arg: "DIR", default: "/proc",
     help: "Where procfs is mounted (the host's, in a container)." },
   { group: "Checks", name: "path.sysfs", type: "string", arg: "DIR", default: "/sys",
     help: "Where sysfs is mounted (the host's, in a container)." },
   { group: "Checks", name: "sources", type: "string", arg: "FILE",
-    help: "YAML list of extra command sources plugins may read (name, argv, timeout, ttl). No shell is ever used." },
+    help: "YAML list of extra sources plugins may read: commands (name, argv, timeout, ttl) or read-only files (name, sysfs: GLOB or procfs: GLOB). Watched: a valid edit applies within seconds, a bad one keeps the last good set. No shell is ever used." },
   { group: "Checks", name: "command-prefix", type: "string", arg: "\"PROG ARGS...\"",
     help: "Prepended to every source command, split on whitespace (e.g. \"nsenter --target 1 --mount --net --\" to run the host's lnetctl)." },
   { group: "Checks", name: "exec-in-process", type: "string", arg: "NAME",
@@ -75,6 +79,30 @@ export const FLAGS: readonly FlagSpec[] = [
     help: "What Probe's ready field follows. upstream: the driver's own answer; only probegate's liveness checks can fail Probe, so a readiness loss never restarts the driver (it shows in /readyz and gating). startup: ready:false until the readiness checks have passed once. readiness: the readiness checks, always." },
   { group: "Gateway mode", name: "upstream-timeout-cap", type: "string", arg: "DURATION", default: "2m",
     help: "Longest deadline passed on to the upstream driver." },
+  { group: "Kubernetes node", name: "node-name", type: "string", arg: "NAME", env: "NODE_NAME",
+    help: "This node's name. With --node-condition and/or --node-taint, probegate reports its verdict on the Node object (off otherwise)." },
+  { group: "Kubernetes node", name: "kubeconfig", type: "string", arg: "FILE", default: "the pod's service account (in-cluster)", env: "KUBECONFIG",
+    help: "Kubeconfig file for node reporting." },
+  { group: "Kubernetes node", name: "node-condition", type: "string", arg: "TYPE",
+    help: "Node condition to keep: a qualified name such as lustre.csi.example.com/NodeReady. True when ready, False when not ready or not live, Unknown until the first check round." },
+  { group: "Kubernetes node", name: "node-condition-per-check", type: "boolean",
+    help: "Also one condition per check, type <domain of --node-condition>/<check name>." },
+  { group: "Kubernetes node", name: "node-heartbeat", type: "string", arg: "DURATION", default: "5m",
+    help: "Unchanged conditions are re-sent (lastHeartbeatTime) this often; otherwise a condition is written only when it changes." },
+  { group: "Kubernetes node", name: "node-taint", type: "string", arg: "KEY[=VALUE]:EFFECT",
+    help: "Taint to manage (kubectl's syntax), per --node-taint-mode. No other taint is ever touched." },
+  { group: "Kubernetes node", name: "node-taint-mode", type: "string", arg: "bootstrap-only|continuous", default: "bootstrap-only",
+    help: "bootstrap-only: remove the taint whenever the node is ready (again if something re-adds it), never add it. continuous: add it while not ready, remove it when ready." },
+  { group: "Kubernetes node", name: "node-taint-wait-csinode", type: "string", arg: "true|false", default: "true",
+    help: "Remove the taint only once the node's CSINode lists the driver name probegate serves in GetPluginInfo (--driver-name; in gateway mode the driver's own once it has answered)." },
+  { group: "Kubernetes node", name: "impersonate-node", type: "boolean",
+    help: "Read the Node and write its status as system:node:<name> (constrained impersonation); taints and Events stay with the service account (NodeRestriction forbids a node to change its taints)." },
+  { group: "Kubernetes node", name: "node-backoff-cap", type: "string", arg: "DURATION", default: "30s",
+    help: "Longest wait between retries after API server errors, timeouts and refused connections (jittered). 429 waits as Retry-After says." },
+  { group: "Kubernetes node", name: "node-resync", type: "string", arg: "DURATION", default: "5m",
+    help: "The Node is watched; the watch is renewed this often, and while it cannot run the Node is re-read this often." },
+  { group: "Kubernetes node", name: "node-write-interval", type: "string", arg: "DURATION", default: "10s",
+    help: "Rate limit of Node writes: bursts of 5, then one per interval (a flapping check cannot flood the API server)." },
   { group: "Other", name: "log-level", type: "string", arg: "LEVEL", default: "info",
     help: "trace, debug, info, warn, error, fatal or silent. Logs are JSON on stderr." },
   { group: "Other", name: "help", type: "boolean", help: "Show this help." },
@@ -100,7 +128,7 @@ export function helpText(version: string): string {
     "",
     "Flags take --name=value or --name value.",
   ];
-  for (const group of ["Serving", "Checks", "Gateway mode", "Other"] as const) {
+  for (const group of ["Serving", "Checks", "Gateway mode", "Kubernetes node", "Other"] as const) {
     out.push("", `${group}:`);
     for (const f of FLAGS.filter((x) => x.group === group)) {
       out.push(`  --${f.name}${f.arg ? ` ${f.arg}` : ""}`);

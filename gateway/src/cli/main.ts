@@ -1,3 +1,4 @@
+import v8 from "node:v8";
 import { startGateway, type Gateway } from "../gateway.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { Metrics } from "../observability/metrics.js";
@@ -9,6 +10,7 @@ import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
 import { VERSION } from "./package-info.js";
+import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
 const FORWARDED_SERVICES = ["csi.v1.Controller", "csi.v1.Node", "csi.v1.GroupController"];
@@ -48,6 +50,39 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     timeoutCapMs: cfg.upstreamTimeoutCapMs,
     maxRequestBytes: cfg.maxRequestBytes,
   });
+}
+
+type NodeReportingStarter = { start(): { stop(): Promise<void> } };
+
+/**
+ * Kubernetes node reporting and its client library are loaded only when the
+ * flags ask for it. The kubeconfig is read before serving starts, so a bad one
+ * is a usage error, not a silent reporter.
+ */
+async function prepareReporting(
+  spec: KubeReportingSpec,
+  driverName: () => string,
+  checks: RunningChecks,
+  logger: Logger,
+  metrics: Metrics,
+): Promise<NodeReportingStarter> {
+  const { prepareNodeReporting } = await import("../kube/index.js");
+  return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics });
+}
+
+/**
+ * The Kubernetes client takes ~27 MiB of heap (measured): under the launcher's
+ * 48 MiB old-space limit that leaves almost nothing. V8 fixes the limit at
+ * start, so all probegate can do is say how to start it.
+ */
+function warnIfHeapTight(logger: Logger): void {
+  const limitMiB = v8.getHeapStatistics().heap_size_limit / 1048576;
+  if (limitMiB < 90) {
+    logger.warn(
+      { heapLimitMiB: Math.round(limitMiB) },
+      "node reporting loads the Kubernetes client (~27 MiB of heap): start node with --max-old-space-size=96 (the node-reporting deploy component does)",
+    );
+  }
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -112,6 +147,21 @@ export async function main(argv: string[]): Promise<number> {
 
   const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;
 
+  let reporting: NodeReportingStarter | undefined;
+  if (cfg.kube) {
+    try {
+      // The name the node's CSINode must list before a startup taint goes: in
+      // gateway mode the driver's own, once it has answered GetPluginInfo.
+      const driverName = upstream ? () => upstream.status.driverName : () => cfg.driverName;
+      reporting = await prepareReporting(cfg.kube, driverName, checks, logger, metrics);
+    } catch (err) {
+      await upstream?.close();
+      await checks.stop();
+      process.stderr.write(`probegate: node reporting: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+
   let gw: Gateway;
   try {
     gw = await startGateway({
@@ -140,6 +190,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  const nodeReporting = reporting?.start();
+  if (reporting) warnIfHeapTight(logger);
   logger.info(
     {
       version: VERSION,
@@ -150,6 +202,7 @@ export async function main(argv: string[]): Promise<number> {
       upstream: upstream?.upstream ?? "none",
       gate: [...cfg.gate],
       probeReady: cfg.probeReady,
+      ...(cfg.kube ? { node: cfg.kube.nodeName, nodeCondition: cfg.kube.condition ?? "none", nodeTaint: cfg.kube.taint ? formatTaint(cfg.kube.taint) : "none" } : {}),
       ...checks.describe,
     },
     "probegate started",
@@ -157,6 +210,7 @@ export async function main(argv: string[]): Promise<number> {
 
   await stopSignal;
   await gw.close(cfg.shutdownTimeoutMs);
+  await nodeReporting?.stop();
   await upstream?.close();
   await checks.stop();
   logger.info("stopped");

@@ -1,5 +1,6 @@
+import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { pino } from "pino";
 import { SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
@@ -7,7 +8,8 @@ import { FAULT_KINDS } from "../engine/sources/replay.js";
 import { parseDuration } from "../engine/sources/units.js";
 import type { CaseSpec } from "../plugin-test/plugin-under-test.js";
 import { inspectPlugin, type InspectResult } from "../runtime/inspect.js";
-import { DEFAULTS } from "../runtime/types.js";
+import { sha256Hex } from "../runtime/loader.js";
+import { DEFAULTS, type PluginManifest } from "../runtime/types.js";
 
 export interface PluginCommandIo {
   stdout: { write(s: string): unknown };
@@ -56,6 +58,9 @@ options:
                              is what was read before the deadline or the cap)
   --fact KEY=VALUE           a fact passed to the plugin (repeatable), e.g. lnet.selfNid=10.1.0.4@tcp
   --sources FILE             operator-defined sources (the gateway's --sources YAML), so their names are known
+  --config FILE              the plugin's configuration (NAME.yaml or NAME.json), validated as the gateway does;
+                             without it the plugin gets its declared defaults (with --fixtures: the default
+                             for cases that have no config: key)
   --mode node|controller     the gateway mode to simulate (default node)
   --timeout DURATION         per-call deadline, e.g. 500ms or 2s; a bare number is milliseconds (default ${DEFAULTS.timeoutMs}ms)
   --json                     print the input, the outcome and the traces as JSON
@@ -64,11 +69,15 @@ Sources the plugin lists but no --source gives are reported to it as failed read
 exit status: 0 pass or warn, 1 fail, 2 error (refused or faulting plugin, bad arguments, missing file)
 with --fixtures: 0 every case passed, 1 a case did not match, 2 an error (refused plugin, bad fixture)
 `,
-  inspect: `usage: probegate plugin inspect PLUGIN.wasm [--sources FILE] [--json]
+  inspect: `usage: probegate plugin inspect PLUGIN.wasm [--config FILE] [--sources FILE] [--json]
 
-Prints the plugin's manifest, imports, exports, size and sha256, and whether the
-gateway would load it (and why not). --sources FILE: judge source names against
-the gateway's --sources YAML too. exit status: 0 accepted, 1 refused, 2 error.
+Prints the plugin's manifest (configuration keys included), imports, exports,
+size and sha256, and whether the gateway would load it (and why not).
+--config FILE: validate a configuration file as the gateway would and show the
+configuration the plugin would get (default: NAME.yaml or NAME.json beside the
+.wasm file, if there is one). --sources FILE: judge source names against the
+gateway's --sources YAML too. exit status: 0 accepted, 1 refused (plugin or
+configuration), 2 error.
 `,
 };
 
@@ -183,6 +192,7 @@ function parseTestFlags(args: string[]) {
     "source-fault": { type: "string", multiple: true },
     fact: { type: "string", multiple: true },
     sources: { type: "string" },
+    config: { type: "string" },
     mode: { type: "string" },
     timeout: { type: "string" },
     json: { type: "boolean" },
@@ -206,26 +216,48 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
   const mode = values.mode ?? "node";
   if (mode !== "node" && mode !== "controller") throw new UsageError(`--mode must be node or controller, got ${JSON.stringify(mode)}`);
   const catalog = await catalogWith(values.sources, io);
-  if (fixtures.length > 0) return testFixtures(file, fixtures, catalog, timeoutMs, io);
+  const configFile = values.config;
+  if (fixtures.length > 0) return testFixtures(file, fixtures, catalog, timeoutMs, configFile, io);
   const saved = await savedFromFlags(values, catalog, io);
   if (!saved) return EXIT.error;
   const facts = Object.fromEntries(keyValues(values.fact, "--fact"));
-  return testOnce(file, { mode, facts, sources: saved }, values.json === true, catalog, timeoutMs, io);
+  return testOnce(file, { mode, facts, sources: saved }, values.json === true, catalog, timeoutMs, configFile, io);
 }
 
-/** The plugin as the gateway would load it, or null (refusal reported). */
-async function loadForTest(file: string, catalog: SourceCatalog, timeoutMs: number | undefined, io: PluginCommandIo) {
+/**
+ * The plugin as the gateway would load it, or null (refusal or bad --config
+ * reported). --config FILE is validated against the plugin's declaration like
+ * the gateway's NAME.yaml and becomes its configuration.
+ */
+async function loadForTest(file: string, catalog: SourceCatalog, timeoutMs: number | undefined, configFile: string | undefined, io: PluginCommandIo) {
   const bytes = await readPluginFile(file, io);
   if (!bytes) return null;
   const { PluginUnderTest } = await import("../plugin-test/plugin-under-test.js");
   const loaded = await PluginUnderTest.load(bytes, file, catalog, timeoutMs);
   if (!loaded.plugin) {
     io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${loaded.refusal?.reason}: ${loaded.refusal?.message}\n`);
+    return null;
+  }
+  if (configFile !== undefined) {
+    const config = await resolveConfig(configFile, undefined, file, loaded.plugin.manifest, io);
+    if (!config.ok) {
+      io.stderr.write(`probegate plugin test: ConfigInvalid: ${config.message}\n`);
+      await loaded.plugin.close();
+      return null;
+    }
+    loaded.plugin.defaultConfig = config.value ?? {};
   }
   return loaded.plugin;
 }
 
-async function testFixtures(file: string, paths: string[], catalog: SourceCatalog, timeoutMs: number | undefined, io: PluginCommandIo): Promise<number> {
+async function testFixtures(
+  file: string,
+  paths: string[],
+  catalog: SourceCatalog,
+  timeoutMs: number | undefined,
+  configFile: string | undefined,
+  io: PluginCommandIo,
+): Promise<number> {
   const { collectFixtureFiles, FixtureError } = await import("../plugin-test/fixture-file.js");
   let files: string[];
   try {
@@ -234,7 +266,7 @@ async function testFixtures(file: string, paths: string[], catalog: SourceCatalo
     if (err instanceof FixtureError) throw new UsageError(`--fixtures ${err.message}`);
     throw err;
   }
-  const put = await loadForTest(file, catalog, timeoutMs, io);
+  const put = await loadForTest(file, catalog, timeoutMs, configFile, io);
   if (!put) return EXIT.error;
   try {
     const { runFixtureFiles } = await import("../plugin-test/fixture-run.js");
@@ -291,8 +323,16 @@ async function savedFromFlags(values: TestFlags, catalog: SourceCatalog, io: Plu
   return saved;
 }
 
-async function testOnce(file: string, c: CaseSpec, json: boolean, catalog: SourceCatalog, timeoutMs: number | undefined, io: PluginCommandIo): Promise<number> {
-  const put = await loadForTest(file, catalog, timeoutMs, io);
+async function testOnce(
+  file: string,
+  c: CaseSpec,
+  json: boolean,
+  catalog: SourceCatalog,
+  timeoutMs: number | undefined,
+  configFile: string | undefined,
+  io: PluginCommandIo,
+): Promise<number> {
+  const put = await loadForTest(file, catalog, timeoutMs, configFile, io);
   if (!put) return EXIT.error;
   try {
     const manifest = put.manifest;
@@ -334,7 +374,7 @@ function parseTimeout(text: string | undefined): number | undefined {
 }
 
 async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { json: { type: "boolean" }, sources: { type: "string" } });
+  const { values, positionals } = parse(args, { json: { type: "boolean" }, sources: { type: "string" }, config: { type: "string" } });
   if (values.help) {
     io.stdout.write(HELP.inspect!);
     return EXIT.ok;
@@ -344,11 +384,50 @@ async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> 
   const bytes = await readPluginFile(file, io);
   if (!bytes) return EXIT.error;
   const info = await inspectPlugin(bytes, { file, isKnownSource: (n) => catalog.has(n) });
-  io.stdout.write(values.json ? `${JSON.stringify(info, null, 2)}\n` : formatInspect(info));
-  return info.accepted ? EXIT.ok : EXIT.fail;
+  let config: ResolvedConfig | null = null;
+  if (info.manifest) config = await resolveConfig(values.config, dirname(resolve(io.cwd, file)), file, info.manifest, io);
+  const out = { ...info, config: config === null ? null : config.ok ? { file: config.file ?? null, sha256: config.sha256 ?? null, value: config.value ?? null } : { error: config.message } };
+  io.stdout.write(values.json ? `${JSON.stringify(out, null, 2)}\n` : formatInspect(info, config));
+  return info.accepted && (config === null || config.ok) ? EXIT.ok : EXIT.fail;
 }
 
-function formatInspect(i: InspectResult): string {
+type ResolvedConfig =
+  | { ok: true; value: Record<string, unknown> | undefined; file?: string; sha256?: string }
+  | { ok: false; message: string };
+
+/**
+ * The configuration the gateway would give this plugin: FILE when given, else
+ * (for inspect) NAME.yaml/NAME.json in `besideDir`, else the declared defaults.
+ */
+async function resolveConfig(
+  given: string | undefined,
+  besideDir: string | undefined,
+  wasmFile: string,
+  manifest: PluginManifest,
+  io: PluginCommandIo,
+): Promise<ResolvedConfig> {
+  const { parsePluginConfig, configDefaults, configFileNames } = await import("../runtime/plugin-config.js");
+  let path: string | undefined = given === undefined ? undefined : resolve(io.cwd, given);
+  if (path === undefined && besideDir !== undefined) {
+    for (const name of configFileNames(manifest.name)) {
+      const candidate = join(besideDir, name);
+      if (candidate !== resolve(io.cwd, wasmFile) && existsSync(candidate)) path = candidate;
+    }
+  }
+  if (path === undefined) return { ok: true, value: manifest.config ? configDefaults(manifest.config) : undefined };
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    return { ok: false, message: `cannot read ${path}: ${(err as Error).message}` };
+  }
+  if (bytes.length > DEFAULTS.maxConfigBytes) return { ok: false, message: `${path}: ${bytes.length} bytes; the cap is ${DEFAULTS.maxConfigBytes} bytes` };
+  const r = parsePluginConfig(bytes.toString("utf8"), path, manifest.name, manifest.config);
+  if (!r.ok) return r;
+  return { ok: true, value: manifest.config ? r.value : undefined, file: path, sha256: sha256Hex(bytes) };
+}
+
+function formatInspect(i: InspectResult, config: ResolvedConfig | null): string {
   const lines = [
     `file:     ${i.file}`,
     `size:     ${i.size} bytes`,
@@ -367,6 +446,17 @@ function formatInspect(i: InspectResult): string {
       `  modes:       ${m.modes.join(", ")}`,
       `  sources:     ${m.sources.join(", ") || "(none)"}`,
     );
+    const decl = Object.entries(m.config ?? {});
+    lines.push(`  config:      ${decl.length === 0 ? "(none: this plugin takes no configuration)" : ""}`.trimEnd());
+    for (const [k, d] of decl) {
+      const def = d.default === undefined ? "no default" : `default ${JSON.stringify(d.default)}`;
+      lines.push(`    ${k} (${d.type}${d.min !== undefined ? `, min ${d.min}` : ""}${d.max !== undefined ? `, max ${d.max}` : ""}; ${def}): ${d.description}`);
+    }
+  }
+  if (config) {
+    if (!config.ok) lines.push(`configuration: refused — ConfigInvalid: ${config.message}`);
+    else if (config.file) lines.push(`configuration: ${config.file} (sha256 ${config.sha256})`, `  ${JSON.stringify(config.value ?? {})}`);
+    else if (config.value !== undefined) lines.push(`configuration: defaults`, `  ${JSON.stringify(config.value)}`);
   }
   lines.push(`imports:  ${i.imports.map((x) => `${x.module}.${x.name} (${x.kind})`).join(", ") || "(none)"}`);
   lines.push(`exports:  ${i.exports.map((x) => `${x.name} (${x.kind})`).join(", ") || "(none)"}`);

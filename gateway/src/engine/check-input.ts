@@ -6,6 +6,8 @@ export function buildCheckInput(
   sources: ReadonlyArray<readonly [string, SourceResult]>,
   facts: Readonly<Record<string, string>>,
   nowMs: number,
+  /** The plugin's validated configuration; absent for plugins that declare none. */
+  config?: Readonly<Record<string, unknown>>,
 ): string {
   const out: Record<string, unknown> = {};
   for (const [name, r] of sources) {
@@ -19,5 +21,5 @@ export function buildCheckInput(
       ageMs: Math.max(0, Math.round(nowMs - r.fetchedAtMs)),
     };
   }
-  return JSON.stringify({ mode, sources: out, facts });
+  return JSON.stringify(config === undefined ? { mode, sources: out, facts } : { mode, sources: out, facts, config });
 }

@@ -1,25 +1,30 @@
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import { PluginRuntime, type CheckOutcome, type PluginSet } from "../runtime/runtime.js";
+import { PluginRuntime, type CheckOutcome, type PluginConfigState, type PluginSet } from "../runtime/runtime.js";
 import { SingleFlight } from "../runtime/single-flight.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { buildCheckInput } from "./check-input.js";
 import { coverageGaps } from "./coverage.js";
 import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
 import type { SourceCatalog, SourceResult } from "./sources/index.js";
-import type { CheckStatus, HealthSnapshot, ReadinessProvider } from "./state.js";
+import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
 
 /** The part of the source catalog the engine uses; tests pass a small fake. */
-export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" | "read">;
+export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" | "read"> &
+  Partial<Pick<SourceCatalog, "problems" | "onChange">>;
 
 export interface CheckEngineOptions {
   mode: Mode;
   catalog: CatalogLike;
   pluginsDir?: string;
+  /** Several plugin directories; a later one overrides plugin names of an earlier one. */
+  pluginsDirs?: readonly string[];
   checkIntervalMs?: number;
   pluginTimeoutMs?: number;
   pluginMemoryMiB?: number;
   quarantineAfter?: number;
+  quarantineBackoffMs?: number;
+  quarantineBackoffMaxMs?: number;
   logger: Logger;
   metrics: Metrics;
   /** Directory watcher tuning (defaults 150 ms / 2 s). */
@@ -33,7 +38,11 @@ export interface PluginListing {
   name: string;
   version: string;
   file: string;
+  dir?: string;
   sha256: string;
+  /** The configuration file in use (path and sha256); absent when defaults apply. */
+  config?: { file: string; sha256: string };
+  configError?: string;
   probe: string;
   severity: string;
   modes: string[];
@@ -72,16 +81,20 @@ export class CheckEngine implements ReadinessProvider {
   private started = false;
   private stopped = false;
   private unwatch: (() => void) | null = null;
+  private unwatchSources: (() => void) | null = null;
 
   constructor(private readonly opts: CheckEngineOptions) {
     this.log = opts.logger.child({ component: "engine" });
     const m = opts.metrics;
     this.runtime = new PluginRuntime({
       dir: opts.pluginsDir,
+      dirs: opts.pluginsDirs,
       isKnownSource: (name) => opts.catalog.has(name),
       timeoutMs: opts.pluginTimeoutMs,
       memoryMiB: opts.pluginMemoryMiB,
       quarantineAfter: opts.quarantineAfter,
+      quarantineBackoffMs: opts.quarantineBackoffMs,
+      quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
       debounceMs: opts.watchDebounceMs,
       pollMs: opts.watchPollMs,
       logger: opts.logger.child({ component: "plugins" }),
@@ -91,6 +104,8 @@ export class CheckEngine implements ReadinessProvider {
         m.pluginRefusals.inc({ reason: r.reason });
       },
       onQuarantined: (p) => m.pluginQuarantines.inc({ plugin: p.manifest.name }),
+      onQuarantineRetry: (p) => m.pluginQuarantineRetries.inc({ plugin: p.manifest.name }),
+      onQuarantineCount: (n) => m.pluginsQuarantined.set(n),
     });
     this.rounds = new SingleFlight(
       () => this.evaluate(),
@@ -108,6 +123,12 @@ export class CheckEngine implements ReadinessProvider {
       this.firstRoundDone = true;
     }
     this.unwatch = this.runtime.onChange((set) => this.onPluginSetChanged(set));
+    this.unwatchSources =
+      this.opts.catalog.onChange?.(() => {
+        // New or removed sources can make refused plugins loadable (and loaded ones not).
+        this.publish();
+        void this.runtime.revalidateSources().then(() => this.refresh());
+      }) ?? null;
     // Publishes and starts the first round without waiting for it.
     this.onPluginSetChanged(this.runtime.current());
   }
@@ -117,6 +138,7 @@ export class CheckEngine implements ReadinessProvider {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.unwatch?.();
+    this.unwatchSources?.();
     await this.runtime.stop();
   }
 
@@ -139,18 +161,24 @@ export class CheckEngine implements ReadinessProvider {
   plugins(): PluginListing[] {
     const set = this.runtime.current();
     const scheduled = new Set(this.scheduled(set).map((p) => p.key));
-    return set.plugins.map((p) => ({
+    return set.plugins.map((p) => {
+      const cfg = this.runtime.configFor(p);
+      return {
       name: p.manifest.name,
       version: p.manifest.version,
       file: p.file,
+      ...(p.dir ? { dir: p.dir } : {}),
       sha256: p.sha256,
+      ...(cfg.file && cfg.sha256 ? { config: { file: cfg.file, sha256: cfg.sha256 } } : {}),
+      ...(cfg.error !== undefined ? { configError: cfg.error } : {}),
       probe: p.manifest.probe,
       severity: p.manifest.severity,
       modes: [...p.manifest.modes],
       sources: [...p.manifest.sources],
       scheduled: scheduled.has(p.key),
       quarantined: this.runtime.isQuarantined(p),
-    }));
+      };
+    });
   }
 
   private scheduled(set: PluginSet): LoadedPlugin[] {
@@ -193,8 +221,7 @@ export class CheckEngine implements ReadinessProvider {
     const sources = await Promise.all(
       p.manifest.sources.map(async (name) => [name, await this.opts.catalog.read(name, facts)] as [string, SourceResult]),
     );
-    const input = buildCheckInput(this.opts.mode, sources, facts, Date.now());
-    const outcome = await this.runtime.runCheck(p, input);
+    const outcome = await this.runtime.runCheck(p, (config) => buildCheckInput(this.opts.mode, sources, facts, Date.now(), config));
     return { plugin: p, outcome, ranAt: new Date() };
   }
 
@@ -224,7 +251,7 @@ export class CheckEngine implements ReadinessProvider {
           lastTransitionTime: transitioned ? now : prev.condition.lastTransitionTime,
           lastRunTime: now,
           durationMs: Math.round(outcome.durationMs * 1000) / 1000,
-          plugin: { name, version: p.manifest.version, sha256: p.sha256, file: p.file },
+          plugin: pluginIdentity(p, this.runtime.configFor(p)),
           fault: outcome.kind === "fault",
         },
       });
@@ -256,15 +283,18 @@ export class CheckEngine implements ReadinessProvider {
   /** Recomputes the snapshot; bumps generation and notifies only when something that matters changed. */
   private publish(initial = false): HealthSnapshot {
     const set = this.runtime.current();
-    const refusals = set.refusals;
+    const { overrides } = set;
+    const pluginRefusals = set.refusals;
+    // A refused --sources edit shows beside refused plugins: the same `[!]` line, the same JSON list.
+    const refusals = [...pluginRefusals, ...(this.opts.catalog.problems?.() ?? [])];
     // Before the plugin directory has been read, nothing is missing yet.
     const gaps = !this.started ? [] : coverageGaps(
       {
         mode: this.opts.mode,
         scheduled: this.scheduled(set).map((p) => ({ name: p.manifest.name, probe: p.manifest.probe })),
-        refusals,
+        refusals: pluginRefusals,
         required: this.opts.requiredChecks ?? [],
-        pluginsDir: this.opts.pluginsDir,
+        pluginsDir: this.runtime.directories().join(", ") || undefined,
       },
       this.gapSince,
       new Date().toISOString(),
@@ -277,14 +307,14 @@ export class CheckEngine implements ReadinessProvider {
     }
     const conds = [...this.conditions.values(), ...gaps].sort((a, b) => a.condition.name.localeCompare(b.condition.name));
     const verdict = judge(conds.map((t) => t.condition), this.firstRoundDone);
-    const sig = signature(verdict, conds, refusals);
+    const sig = signature(verdict, conds, refusals) + JSON.stringify(overrides);
     const changed = sig !== this.lastSignature;
     if (changed) {
       this.generation++;
       this.lastSignature = sig;
     }
     const prev = initial ? undefined : this.snap;
-    this.snap = buildSnapshot(verdict, conds, refusals, this.generation);
+    this.snap = buildSnapshot(verdict, conds, refusals, this.generation, overrides);
     this.opts.metrics.ready.set(verdict.ready ? 1 : 0);
     this.opts.metrics.live.set(verdict.live ? 1 : 0);
     if (changed && !initial) {
@@ -301,6 +331,17 @@ export class CheckEngine implements ReadinessProvider {
     }
     return this.snap;
   }
+}
+
+function pluginIdentity(p: LoadedPlugin, cfg: PluginConfigState): Condition["plugin"] {
+  return {
+    name: p.manifest.name,
+    version: p.manifest.version,
+    sha256: p.sha256,
+    file: p.file,
+    ...(p.dir ? { dir: p.dir } : {}),
+    ...(cfg.file && cfg.sha256 ? { config: { file: cfg.file, sha256: cfg.sha256 } } : {}),
+  };
 }
 
 /** Facts from stage-1 verdicts; on a clash the plugin first by name wins, so rounds are deterministic. */

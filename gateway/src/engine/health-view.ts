@@ -1,4 +1,4 @@
-import type { Condition, HealthSnapshot, Phase, Refusal } from "./state.js";
+import type { Condition, HealthSnapshot, Override, Phase, Refusal } from "./state.js";
 
 /** A condition plus the plugin key the engine tracks it by. */
 export interface TrackedCondition {
@@ -32,8 +32,8 @@ export function signature(v: Verdict, conditions: readonly TrackedCondition[], r
     v.phase,
     v.ready,
     v.live,
-    conditions.map((t) => [t.condition.name, t.condition.status, t.condition.reason, t.condition.plugin.sha256]),
-    refusals.map((r) => [r.file, r.reason, r.sha256 ?? ""]),
+    conditions.map((t) => [t.condition.name, t.condition.status, t.condition.reason, t.condition.plugin.sha256, t.condition.plugin.config?.sha256 ?? ""]),
+    refusals.map((r) => [r.dir ?? "", r.file, r.reason, r.sha256 ?? "", r.reason === "ConfigInvalid" || r.reason === "SourcesInvalid" ? r.message : ""]),
   ]);
 }
 
@@ -42,11 +42,13 @@ export function buildSnapshot(
   conditions: readonly TrackedCondition[],
   refusals: readonly Refusal[],
   generation: number,
+  overrides: readonly Override[] = [],
 ): HealthSnapshot {
   return Object.freeze({
     ...v,
     conditions: Object.freeze(conditions.map((t) => Object.freeze({ ...t.condition, plugin: Object.freeze({ ...t.condition.plugin }) }))),
     refusals: Object.freeze(refusals.map((r) => Object.freeze({ ...r }))),
+    overrides: Object.freeze(overrides.map((o) => Object.freeze({ ...o }))),
     generation,
   });
 }

@@ -19,7 +19,7 @@ export interface Condition {
   /** ISO-8601 time the check last ran. */
   lastRunTime: string;
   durationMs: number;
-  plugin: { name: string; version: string; sha256: string; file: string };
+  plugin: { name: string; version: string; sha256: string; file: string; dir?: string; config?: { file: string; sha256: string } };
   /**
    * The plugin faulted (timeout, trap, bad output, quarantine) instead of
    * judging. A fault fails readiness but never liveness: see judge().
@@ -33,7 +33,18 @@ export interface Refusal {
   reason: string;
   message: string;
   sha256?: string;
+  /** The --plugins-dir holding the file, when the gateway has more than one. */
+  dir?: string;
   at: string;
+}
+
+/** A plugin name provided by more than one --plugins-dir: the later directory's file is used. */
+export interface Override {
+  name: string;
+  /** The file in use (path). */
+  file: string;
+  /** The file it replaced (path). */
+  replaced: string;
 }
 
 export type Phase = "initializing" | "ready" | "not-ready";
@@ -47,6 +58,8 @@ export interface HealthSnapshot {
   live: boolean;
   conditions: readonly Condition[];
   refusals: readonly Refusal[];
+  /** Plugin names a later --plugins-dir overrides (empty with one directory). */
+  overrides?: readonly Override[];
   /** Monotonic counter, bumped on every change of ready/live/phase or any condition's status. */
   generation: number;
 }

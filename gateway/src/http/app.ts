@@ -41,6 +41,7 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
           excluded: [...exclude],
           conditions: s.conditions,
           refusals: s.refusals,
+          overrides: s.overrides ?? [],
           notes: opts.notes?.() ?? [],
         },
         status,

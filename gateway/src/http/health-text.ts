@@ -27,7 +27,8 @@ export function healthView(s: HealthSnapshot, probe: ProbeKind, exclude: Readonl
       }
     }
   }
-  for (const r of s.refusals) lines.push(`[!]${r.file} refused: ${r.reason}: ${r.message}`);
+  for (const r of s.refusals) lines.push(`[!]${r.dir ? `${r.dir}/` : ""}${r.file} refused: ${r.reason}: ${r.message}`);
+  for (const o of s.overrides ?? []) lines.push(`[+]plugin ${o.name}: ${o.file} overrides ${o.replaced}`);
   return { ok: verdict(s, probe, exclude), lines };
 }
 

@@ -13,6 +13,7 @@ export class Metrics {
     help: "Health and Probe requests answered, by transport, method and result.",
     labelNames: ["transport", "method", "result"] as const,
     registers: [this.registry],
+    collect: () => this.hotCells.flush(),
   });
   readonly ready = new Gauge({
     name: "probegate_ready",
@@ -87,6 +88,17 @@ export class Metrics {
     labelNames: ["plugin"] as const,
     registers: [this.registry],
   });
+  readonly pluginsQuarantined = new Gauge({
+    name: "probegate_plugins_quarantined",
+    help: "Plugins currently quarantined after repeated faults (retried with backoff).",
+    registers: [this.registry],
+  });
+  readonly pluginQuarantineRetries = new Counter({
+    name: "probegate_plugin_quarantine_retries_total",
+    help: "Calls into quarantined plugins after their backoff; one success ends the quarantine.",
+    labelNames: ["plugin"] as const,
+    registers: [this.registry],
+  });
   readonly pluginsLoaded = new Gauge({
     name: "probegate_plugins_loaded",
     help: "Plugins currently loaded and active.",
@@ -104,7 +116,10 @@ export class Metrics {
     help: "gRPC Probe and Health/Check requests seen by the fast path, by how they were answered.",
     labelNames: ["method", "result"] as const,
     registers: [this.registry],
+    collect: () => this.hotCells.flush(),
   });
+  /** Counts of the Probe fast path, added to their counters when scraped. */
+  readonly hotCells = new CounterCells();
 
   /** reason: see EdgeRejection in transport/edge-limits.ts */
   readonly edgeRejected = new Counter({
@@ -116,5 +131,35 @@ export class Metrics {
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+}
+
+/** One pre-labelled count; `n` is added to its counter at the next scrape. */
+export interface CounterCell {
+  n: number;
+}
+
+/**
+ * Counter cells for the Probe fast path: prom-client hashes the label object
+ * on every inc() (a measurable share of a fast-path Probe's CPU, bench/README.md),
+ * so the hot path bumps a plain number in a cell made once per label set, and
+ * the cells are added to their counters when the registry is read.
+ */
+export class CounterCells {
+  private readonly cells: { counter: Counter<string>; labels: Record<string, string>; cell: CounterCell }[] = [];
+
+  cell<L extends string>(counter: Counter<L>, labels: Record<L, string>): CounterCell {
+    const cell = { n: 0 };
+    this.cells.push({ counter: counter as unknown as Counter<string>, labels, cell });
+    return cell;
+  }
+
+  flush(): void {
+    for (const c of this.cells) {
+      if (c.cell.n === 0) continue;
+      const n = c.cell.n;
+      c.cell.n = 0;
+      c.counter.inc(c.labels, n);
+    }
   }
 }

@@ -15,6 +15,10 @@ export interface FixtureCase {
   name: string;
   mode: "node" | "controller";
   facts: Record<string, string>;
+  /** The plugin's configuration for this case (validated against the manifest when run). */
+  config?: Record<string, unknown>;
+  /** Line of `config:`, for configuration problems. */
+  configLine?: number;
   sources: Map<string, SavedOutput>;
   /** Source name → line of its key, for problems found later (e.g. an impossible fault). */
   sourceLines: Map<string, number>;
@@ -51,6 +55,7 @@ const caseSchema = z.strictObject({
   name: z.string().min(1).optional(),
   mode: z.enum(["node", "controller"]).optional(),
   facts: factMap.optional(),
+  config: z.record(z.string(), z.unknown(), { error: "must be a map of the plugin's configuration keys" }).optional(),
   // `NAME:` with nothing under it is a source that printed nothing.
   sources: z.record(z.string(), z.preprocess((v) => v ?? {}, sourceSchema)).optional(),
   expect: z.strictObject({
@@ -108,6 +113,7 @@ export async function parseFixture(text: string, file: string): Promise<FixtureC
     name: c.name ?? basename(file).replace(/\.ya?ml$/, ""),
     mode: c.mode ?? "node",
     facts: c.facts ?? {},
+    ...(c.config !== undefined ? { config: c.config, configLine: lineOfKey(doc, lc, [], "config") } : {}),
     sources,
     sourceLines,
     expect,
@@ -169,7 +175,7 @@ function describeIssue(file: string, doc: Document, lc: LineCounter, issue: z.co
 }
 
 function knownKeys(path: ReadonlyArray<string | number>): string {
-  if (path.length === 0) return "known: name, mode, facts, sources, expect";
+  if (path.length === 0) return "known: name, mode, facts, config, sources, expect";
   if (path[0] === "expect") return "known: status, reason, message, facts";
   if (path[0] === "sources") return "known: stdout, stdoutFile, stderr, stderrFile, exitCode, fault";
   return "not allowed here";

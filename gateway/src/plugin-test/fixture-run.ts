@@ -90,6 +90,7 @@ export async function runFixtureFiles(put: PluginUnderTest, files: readonly stri
 }
 
 function problemLine(c: FixtureCase, problem: string): number {
+  if (problem.startsWith("ConfigInvalid") && c.configLine !== undefined) return c.configLine;
   for (const [name, line] of c.sourceLines) if (problem.includes(name)) return line;
   return 1;
 }

@@ -7,12 +7,15 @@ import type { SavedOutput, SourceCatalog, SourceResult } from "../engine/sources
 import { callCheck, type CheckOutcome } from "../runtime/check-call.js";
 import { loadPlugin } from "../runtime/loader.js";
 import { Sandbox } from "../runtime/sandbox.js";
+import { configDefaults } from "../runtime/schema.js";
 import type { LoadedPlugin, PluginManifest, PluginRefusal } from "../runtime/types.js";
 
 export interface CaseSpec {
   mode: "node" | "controller";
   facts: Record<string, string>;
   sources: ReadonlyMap<string, SavedOutput>;
+  /** The plugin's configuration, checked against its declaration as the gateway checks NAME.yaml. */
+  config?: Record<string, unknown>;
 }
 
 /** What the gateway would report for the case: a fault is a `fail` condition with the fault as reason. */
@@ -34,6 +37,8 @@ export interface LoadOutcome {
 
 export class PluginUnderTest {
   private traces: string[] = [];
+  /** Configuration for cases that give none (`plugin test --config FILE`); else the declared defaults. */
+  defaultConfig: Record<string, unknown> | undefined;
 
   private constructor(
     private readonly sandbox: Sandbox,
@@ -95,7 +100,9 @@ export class PluginUnderTest {
     for (const name of c.sources.keys()) {
       if (!m.sources.includes(name)) notes.push(`${m.name} does not read source ${name}; ignored`);
     }
-    const input = buildCheckInput(c.mode, sources, c.facts, now);
+    const config = await this.configFor(c);
+    if (!config.ok) return { ok: false, problem: config.problem };
+    const input = buildCheckInput(c.mode, sources, c.facts, now, config.value);
     this.traces = [];
     const outcome = await callCheck(this.sandbox, this.plugin, input, this.timeoutMs);
     const traces = this.traces;
@@ -105,6 +112,16 @@ export class PluginUnderTest {
         ? outcome.output
         : { status: "fail", reason: outcome.reason, message: outcome.message, facts: {} };
     return { ok: true, outcome, verdict, traces, notes, input };
+  }
+
+  private async configFor(c: CaseSpec): Promise<{ ok: true; value: Record<string, unknown> | undefined } | { ok: false; problem: string }> {
+    const decl = this.plugin.manifest.config;
+    const raw = c.config ?? this.defaultConfig;
+    if (raw === undefined) return { ok: true, value: decl ? configDefaults(decl) : undefined };
+    const { checkPluginConfig } = await import("../runtime/plugin-config.js");
+    const r = checkPluginConfig(raw, "config", this.plugin.manifest.name, decl);
+    if (!r.ok) return { ok: false, problem: `ConfigInvalid: ${r.message}` };
+    return { ok: true, value: decl ? r.value : undefined };
   }
 
   async close(): Promise<void> {

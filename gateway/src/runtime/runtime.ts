@@ -1,39 +1,58 @@
+import { join } from "node:path";
+import type { Override } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
-import { loadPlugin, refusal, type LoadResult } from "./loader.js";
-import { DirWatcher, scanPluginDir } from "./plugin-dir.js";
-import { Sandbox } from "./sandbox.js";
 import { callCheck, type CheckOutcome } from "./check-call.js";
+import { reconcileConfigs, type ConfigEntry, type PluginConfigState } from "./config-set.js";
+import { loadPlugin, refusal, type LoadResult } from "./loader.js";
+import { DirWatcher } from "../support/dir-watcher.js";
+import { scanPluginDir, type ConfigFile } from "./plugin-dir.js";
+import type { ConfigValue } from "./schema.js";
+import { Sandbox } from "./sandbox.js";
+import { Quarantine } from "./quarantine.js";
 import { SingleFlight } from "./single-flight.js";
 import { DEFAULTS, type LoadedPlugin, type PluginRefusal } from "./types.js";
 
-export type { CheckOutcome };
+export type { CheckOutcome, PluginConfigState };
 
 export interface PluginSet {
   /** Accepted plugins, sorted by file name. */
   readonly plugins: readonly LoadedPlugin[];
   readonly refusals: readonly PluginRefusal[];
+  /** Plugin names a later directory overrides. */
+  readonly overrides: readonly Override[];
   /** Bumped on every swap. */
   readonly version: number;
 }
 
 export interface RuntimeOptions {
-  /** Directory of *.wasm files; without it the runtime has no plugins. */
+  /** Directory of *.wasm files; without it (and `dirs`) the runtime has no plugins. */
   dir?: string;
+  /** Several directories: a plugin name in a later one replaces the same name from an earlier one. */
+  dirs?: readonly string[];
   isKnownSource: (name: string) => boolean;
   timeoutMs?: number;
   memoryMiB?: number;
   maxFileBytes?: number;
   maxOutputBytes?: number;
   quarantineAfter?: number;
+  /** First retry of a quarantined plugin after this long, doubling per failed retry up to the max. */
+  quarantineBackoffMs?: number;
+  quarantineBackoffMaxMs?: number;
   debounceMs?: number;
   pollMs?: number;
   logger?: Logger;
   onLoaded?: (p: LoadedPlugin) => void;
   onRefused?: (r: PluginRefusal) => void;
   onQuarantined?: (p: LoadedPlugin, message: string) => void;
+  /** A quarantined plugin was run again (after its backoff). */
+  onQuarantineRetry?: (p: LoadedPlugin) => void;
+  /** The number of quarantined plugins changed. */
+  onQuarantineCount?: (count: number) => void;
 }
 
 interface FileEntry {
+  dir: string;
+  name: string;
   sha256: string;
   result: LoadResult;
   /** Kept so a DuplicateName refusal keeps its first timestamp across rescans. */
@@ -51,31 +70,39 @@ function reusable(prev: FileEntry | undefined, sha256: string, now: number): boo
   return prev.retryAt === undefined || now < prev.retryAt;
 }
 
-interface Health {
-  faults: number;
-  quarantined: boolean;
-  lastFault: string;
-}
-
 /**
  * Owns the plugin set: scans and watches the directory, validates new or
  * changed files, and swaps in a new set only once every file in it has been
- * validated, so a reader sees either the old set or the new one. Also counts
- * consecutive faults per (file, content) and quarantines offenders.
+ * validated, so a reader sees either the old set or the new one. Calls go
+ * through the quarantine (quarantine.ts), keyed by file, content and
+ * configuration.
  */
 export class PluginRuntime {
   readonly sandbox: Sandbox;
-  private set: PluginSet = { plugins: [], refusals: [], version: 0 };
+  private set: PluginSet = { plugins: [], refusals: [], overrides: [], version: 0 };
   private entries = new Map<string, FileEntry>();
-  private readonly health = new Map<string, Health>();
+  private configs = new Map<string, ConfigEntry>();
+  private readonly dirs: readonly string[];
+  private readonly quarantine: Quarantine;
   private readonly listeners = new Set<(s: PluginSet) => void>();
   private readonly scan: SingleFlight;
-  private watcher: DirWatcher | null = null;
-  private dirMissingLogged = false;
+  private watchers: DirWatcher[] = [];
+  private readonly dirMissingLogged = new Set<string>();
+  private sourcesChanged = false;
   private stopped = false;
 
   constructor(private readonly opts: RuntimeOptions) {
+    this.dirs = opts.dirs?.length ? [...opts.dirs] : opts.dir ? [opts.dir] : [];
     this.sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB, logger: opts.logger });
+    this.quarantine = new Quarantine({
+      after: opts.quarantineAfter,
+      backoffMs: opts.quarantineBackoffMs,
+      backoffMaxMs: opts.quarantineBackoffMaxMs,
+      logger: opts.logger,
+      onQuarantined: opts.onQuarantined,
+      onRetry: opts.onQuarantineRetry,
+      onCount: opts.onQuarantineCount,
+    });
     this.scan = new SingleFlight(
       () => this.reconcile(),
       (err) => opts.logger?.error({ err: (err as Error).message }, "plugin directory scan failed"),
@@ -84,20 +111,27 @@ export class PluginRuntime {
 
   /** Loads the directory once (validation included), then watches it. */
   async start(): Promise<void> {
-    const dir = this.opts.dir;
-    if (!dir) return;
+    if (this.dirs.length === 0) return;
     await this.scan.run();
-    this.watcher = new DirWatcher(dir, () => void this.rescan(), {
-      debounceMs: this.opts.debounceMs,
-      pollMs: this.opts.pollMs,
-      logger: this.opts.logger,
-    });
-    await this.watcher.start();
+    for (const dir of this.dirs) {
+      const w = new DirWatcher(dir, () => void this.rescan(), {
+        debounceMs: this.opts.debounceMs,
+        pollMs: this.opts.pollMs,
+        logger: this.opts.logger,
+      });
+      this.watchers.push(w);
+      await w.start();
+    }
+  }
+
+  /** The directories, in override order. */
+  directories(): readonly string[] {
+    return this.dirs;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.watcher?.stop();
+    for (const w of this.watchers) w.stop();
     await this.sandbox.close();
   }
 
@@ -110,125 +144,167 @@ export class PluginRuntime {
     return () => this.listeners.delete(fn);
   }
 
+  /**
+   * The source catalog changed: plugins refused for an unknown source, and
+   * loaded ones naming a source that is gone, are validated again.
+   */
+  revalidateSources(): Promise<void> {
+    this.sourcesChanged = true;
+    return this.rescan();
+  }
+
   rescan(): Promise<void> {
-    if (this.stopped || !this.opts.dir) return Promise.resolve();
+    if (this.stopped || this.dirs.length === 0) return Promise.resolve();
     return this.scan.run();
   }
 
   isQuarantined(p: LoadedPlugin): boolean {
-    return this.health.get(healthKey(p))?.quarantined ?? false;
+    return this.quarantine.isQuarantined(this.healthKey(p));
   }
 
-  /** Runs check() under the deadline and validates its output; never rejects. */
-  async runCheck(p: LoadedPlugin, input: string): Promise<CheckOutcome> {
-    const hk = healthKey(p);
-    const h = this.health.get(hk) ?? { faults: 0, quarantined: false, lastFault: "" };
-    this.health.set(hk, h);
-    if (h.quarantined) {
-      return { kind: "fault", reason: "PluginQuarantined", message: quarantineMessage(h), durationMs: 0 };
+  /** The configuration a plugin's calls get (see plugins/ABI.md, "Configuration"). */
+  configFor(p: LoadedPlugin): PluginConfigState {
+    return this.configs.get(p.manifest.name)?.state ?? { value: undefined, usable: true };
+  }
+
+  /**
+   * Runs check() under the deadline and validates its output; never rejects.
+   * `input` builds the ABI input from the plugin's configuration.
+   */
+  async runCheck(p: LoadedPlugin, input: string | ((config: ConfigValue | undefined) => string)): Promise<CheckOutcome> {
+    const cfg = this.configFor(p);
+    if (!cfg.usable) {
+      // Never run with defaults the operator did not mean.
+      return { kind: "fault", reason: "ConfigInvalid", message: cfg.error ?? "configuration invalid", durationMs: 0 };
     }
-    const outcome = await callCheck(this.sandbox, p, input, this.opts.timeoutMs);
-    if (outcome.kind === "verdict") {
-      h.faults = 0;
-    } else if (outcome.reason !== "PluginUnloaded") {
-      h.faults++;
-      h.lastFault = `${outcome.reason}: ${outcome.message}`;
-      const limit = this.opts.quarantineAfter ?? DEFAULTS.quarantineAfter;
-      if (h.faults >= limit && !h.quarantined) {
-        h.quarantined = true;
-        this.opts.logger?.warn({ plugin: p.manifest.name, file: p.file, sha256: p.sha256, lastFault: h.lastFault }, "plugin quarantined");
-        this.opts.onQuarantined?.(p, quarantineMessage(h));
-        return { kind: "fault", reason: "PluginQuarantined", message: quarantineMessage(h), durationMs: outcome.durationMs };
-      }
-    }
-    return outcome;
+    const text = typeof input === "string" ? input : input(cfg.value);
+    return this.quarantine.run(this.healthKey(p), p, () => callCheck(this.sandbox, p, text, this.opts.timeoutMs));
+  }
+
+  /** Faults are counted per file, content and configuration: a change of any starts afresh. */
+  private healthKey(p: LoadedPlugin): string {
+    return `${p.dir ?? ""}\0${p.file}\0${p.sha256}\0${this.configFor(p).sha256 ?? ""}`;
   }
 
   private async reconcile(): Promise<void> {
     if (this.stopped) return;
-    const dir = this.opts.dir!;
     const maxFileBytes = this.opts.maxFileBytes ?? DEFAULTS.maxFileBytes;
-    const scan = await scanPluginDir(dir, maxFileBytes);
-    if (!scan.exists) {
-      if (!this.dirMissingLogged) {
-        this.opts.logger?.warn({ dir }, "plugins directory does not exist; running without plugins and watching for it");
-        this.dirMissingLogged = true;
-      }
-    } else {
-      this.dirMissingLogged = false;
-    }
-    const files = scan.exists ? scan.files : [];
     const next = new Map<string, FileEntry>();
-    for (const f of files) {
-      const prev = this.entries.get(f.name);
-      const now = Date.now();
-      if (prev && reusable(prev, f.sha256, now)) {
-        next.set(f.name, prev);
+    const configFiles: Array<ConfigFile & { dir: string }> = [];
+    const multi = this.dirs.length > 1;
+    const sourcesChanged = this.sourcesChanged;
+    this.sourcesChanged = false;
+    const stale = (e: FileEntry): boolean =>
+      sourcesChanged &&
+      (e.result.ok ? e.result.plugin.manifest.sources.some((s) => !this.opts.isKnownSource(s)) : e.result.refusal.reason === "UnknownSource");
+    for (const dir of this.dirs) {
+      const scan = await scanPluginDir(dir, maxFileBytes, DEFAULTS.maxConfigBytes);
+      if (!scan.exists) {
+        if (!this.dirMissingLogged.has(dir)) {
+          this.opts.logger?.warn({ dir }, "plugins directory does not exist; running without its plugins and watching for it");
+          this.dirMissingLogged.add(dir);
+        }
         continue;
       }
-      const result: LoadResult = f.bytes
-        ? await loadPlugin(f.bytes, f.name, {
-            sandbox: this.sandbox,
-            isKnownSource: this.opts.isKnownSource,
-            maxFileBytes,
-            memoryMiB: this.opts.memoryMiB,
-            timeoutMs: this.opts.timeoutMs,
-          })
-        : { ok: false, refusal: refusal(f.name, "TooLarge", `file is ${f.size} bytes; the cap is ${maxFileBytes} bytes`, f.sha256) };
-      if (this.stopped) {
-        if (result.ok) this.sandbox.unregister(result.plugin.key);
-        return;
+      this.dirMissingLogged.delete(dir);
+      for (const c of scan.configs) configFiles.push({ ...c, dir });
+      for (const f of scan.files) {
+        const id = join(dir, f.name);
+        const prev = this.entries.get(id);
+        const now = Date.now();
+        if (prev && reusable(prev, f.sha256, now) && !stale(prev)) {
+          next.set(id, prev);
+          continue;
+        }
+        const result: LoadResult = f.bytes
+          ? await loadPlugin(f.bytes, f.name, {
+              sandbox: this.sandbox,
+              isKnownSource: this.opts.isKnownSource,
+              maxFileBytes,
+              memoryMiB: this.opts.memoryMiB,
+              timeoutMs: this.opts.timeoutMs,
+            })
+          : { ok: false, refusal: refusal(f.name, "TooLarge", `file is ${f.size} bytes; the cap is ${maxFileBytes} bytes`, f.sha256) };
+        if (this.stopped) {
+          if (result.ok) this.sandbox.unregister(result.plugin.key);
+          return;
+        }
+        if (multi) {
+          if (result.ok) result.plugin.dir = dir;
+          else result.refusal.dir = dir;
+        }
+        const entry: FileEntry = { dir, name: f.name, sha256: f.sha256, result };
+        if (!result.ok && result.refusal.reason === "PluginTimeout") {
+          // Retried with backoff rather than refused for good: the deadline may
+          // have been missed because the node was starved, not because the
+          // plugin loops.
+          const timeouts = prev && prev.sha256 === f.sha256 ? (prev.timeouts ?? 0) + 1 : 1;
+          entry.timeouts = timeouts;
+          entry.retryAt = now + Math.min(TIMEOUT_RETRY_BASE_MS * 2 ** (timeouts - 1), TIMEOUT_RETRY_MAX_MS);
+        }
+        next.set(id, entry);
       }
-      const entry: FileEntry = { sha256: f.sha256, result };
-      if (!result.ok && result.refusal.reason === "PluginTimeout") {
-        // Retried with backoff rather than refused for good: the deadline may
-        // have been missed because the node was starved, not because the
-        // plugin loops.
-        const timeouts = prev && prev.sha256 === f.sha256 ? (prev.timeouts ?? 0) + 1 : 1;
-        entry.timeouts = timeouts;
-        entry.retryAt = now + Math.min(TIMEOUT_RETRY_BASE_MS * 2 ** (timeouts - 1), TIMEOUT_RETRY_MAX_MS);
-      }
-      next.set(f.name, entry);
-    }
-    if (scan.exists) {
       for (const e of scan.errors) {
-        const prev = this.entries.get(e.name);
+        const id = join(dir, e.name);
+        const prev = this.entries.get(id);
         const sha = `unreadable:${e.message}`;
-        next.set(e.name, prev && prev.sha256 === sha ? prev : { sha256: sha, result: { ok: false, refusal: refusal(e.name, "Unreadable", e.message) } });
+        if (prev && prev.sha256 === sha) next.set(id, prev);
+        else {
+          const r = refusal(e.name, "Unreadable", e.message);
+          if (multi) r.dir = dir;
+          next.set(id, { dir, name: e.name, sha256: sha, result: { ok: false, refusal: r } });
+        }
       }
     }
-    this.swap(next);
+    await this.swap(next, configFiles);
   }
 
-  private swap(next: Map<string, FileEntry>): void {
-    const plugins: LoadedPlugin[] = [];
+  private async swap(next: Map<string, FileEntry>, configFiles: ReadonlyArray<ConfigFile & { dir: string }>): Promise<void> {
     const refusals: PluginRefusal[] = [];
-    const byName = new Map<string, string>();
-    for (const name of [...next.keys()].sort()) {
-      const entry = next.get(name)!;
+    const overrides: Override[] = [];
+    // Directory order, then file order: within a directory the first file
+    // holding a name wins (DuplicateName for the rest); a later directory
+    // replaces the name outright.
+    const byName = new Map<string, { dirIndex: number; id: string; plugin: LoadedPlugin }>();
+    const order = [...next.entries()].sort(([, a], [, b]) => this.dirs.indexOf(a.dir) - this.dirs.indexOf(b.dir) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const [id, entry] of order) {
       if (!entry.result.ok) {
         refusals.push(entry.result.refusal);
         continue;
       }
       const p = entry.result.plugin;
+      const dirIndex = this.dirs.indexOf(entry.dir);
       const holder = byName.get(p.manifest.name);
-      if (holder !== undefined) {
-        entry.duplicate ??= refusal(name, "DuplicateName", `plugin name ${p.manifest.name} is already provided by ${holder}`, p.sha256);
+      if (holder !== undefined && holder.dirIndex === dirIndex) {
+        entry.duplicate ??= refusal(entry.name, "DuplicateName", `plugin name ${p.manifest.name} is already provided by ${holder.plugin.file}`, p.sha256);
+        if (this.dirs.length > 1) entry.duplicate.dir = entry.dir;
         refusals.push(entry.duplicate);
         continue;
       }
       entry.duplicate = undefined;
-      byName.set(p.manifest.name, name);
-      plugins.push(p);
+      if (holder !== undefined) {
+        const o = overrides.findIndex((x) => x.name === p.manifest.name);
+        if (o >= 0) overrides.splice(o, 1);
+        overrides.push({ name: p.manifest.name, file: id, replaced: holder.id });
+      }
+      byName.set(p.manifest.name, { dirIndex, id, plugin: p });
     }
+    const plugins = [...byName.values()].map((h) => h.plugin).sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    const cfg = await reconcileConfigs(this.configs, plugins, configFiles, { multi: this.dirs.length > 1, logger: this.opts.logger });
+    if (this.stopped) return;
+    refusals.push(...cfg.refusals);
     const prev = this.set;
     const prevKeys = new Set(prev.plugins.map((p) => p.key));
     const prevRefusals = new Set(prev.refusals.map(refusalId));
+    const configSig = (m: Map<string, ConfigEntry>) => JSON.stringify([...m].map(([k, e]) => [k, e.state.sha256 ?? "", e.state.error ?? ""]));
     const changed =
       plugins.length !== prev.plugins.length ||
       refusals.length !== prev.refusals.length ||
       plugins.some((p) => !prevKeys.has(p.key)) ||
-      refusals.some((r) => !prevRefusals.has(refusalId(r)));
+      refusals.some((r) => !prevRefusals.has(refusalId(r))) ||
+      JSON.stringify(overrides) !== JSON.stringify(prev.overrides) ||
+      configSig(cfg.configs) !== configSig(this.configs);
+    this.configs = cfg.configs;
 
     const old = this.entries;
     this.entries = next;
@@ -239,11 +315,15 @@ export class PluginRuntime {
     for (const e of old.values()) {
       if (e.result.ok && !liveKeys.has(e.result.plugin.key)) this.sandbox.unregister(e.result.plugin.key);
     }
-    const liveHealth = new Set([...next.values()].flatMap((e) => (e.result.ok ? [healthKey(e.result.plugin)] : [])));
-    for (const k of this.health.keys()) if (!liveHealth.has(k)) this.health.delete(k);
+    this.quarantine.retain(new Set(plugins.map((p) => this.healthKey(p))));
 
     if (!changed) return;
-    this.set = Object.freeze({ plugins: Object.freeze(plugins), refusals: Object.freeze(refusals), version: prev.version + 1 });
+    this.set = Object.freeze({
+      plugins: Object.freeze(plugins),
+      refusals: Object.freeze(refusals),
+      overrides: Object.freeze(overrides),
+      version: prev.version + 1,
+    });
     for (const p of plugins) {
       if (!prevKeys.has(p.key)) {
         this.opts.logger?.info({ plugin: p.manifest.name, version: p.manifest.version, file: p.file, sha256: p.sha256 }, "plugin loaded");
@@ -252,7 +332,7 @@ export class PluginRuntime {
     }
     for (const r of refusals) {
       if (!prevRefusals.has(refusalId(r))) {
-        this.opts.logger?.warn({ file: r.file, reason: r.reason, sha256: r.sha256, detail: r.message }, "plugin refused");
+        this.opts.logger?.warn({ file: r.file, dir: r.dir, reason: r.reason, sha256: r.sha256, detail: r.message }, r.reason === "ConfigInvalid" ? "plugin configuration refused" : "plugin refused");
         this.opts.onRefused?.(r);
       }
     }
@@ -264,14 +344,7 @@ export class PluginRuntime {
   }
 }
 
-function healthKey(p: LoadedPlugin): string {
-  return `${p.file}\0${p.sha256}`;
-}
-
 function refusalId(r: PluginRefusal): string {
-  return `${r.file}\0${r.reason}\0${r.sha256 ?? ""}\0${r.reason === "Unreadable" ? r.message : ""}`;
-}
-
-function quarantineMessage(h: Health): string {
-  return `quarantined after ${h.faults} consecutive faults (last: ${h.lastFault}); replace the plugin file to retry`;
+  const detail = r.reason === "Unreadable" || r.reason === "ConfigInvalid" ? r.message : "";
+  return `${r.dir ?? ""}\0${r.file}\0${r.reason}\0${r.sha256 ?? ""}\0${detail}`;
 }

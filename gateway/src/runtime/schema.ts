@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, type CheckOutput, type PluginManifest } from "./types.js";
+import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginManifest } from "./types.js";
 
 // Per plugins/ABI.md, version 1. Unknown extra keys are ignored (zod strips them).
 
@@ -7,6 +7,23 @@ const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const SEMVERISH = /^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]{1,64})?$/;
 const REASON = /^[A-Z][A-Za-z0-9]{0,63}$/;
 const MESSAGE_MAX = 1024;
+
+// Configuration keys: camelCase identifiers, as they appear in NAME.yaml.
+const CONFIG_KEY = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+
+const configKeyDecl = z
+  .object({
+    type: z.enum(["string", "string[]", "integer", "number", "boolean"]),
+    default: z.unknown().optional(),
+    description: z.string().max(MESSAGE_MAX).default(""),
+    min: z.number().optional(),
+    max: z.number().optional(),
+  })
+  .superRefine((d, ctx) => {
+    if (d.default === undefined) return;
+    const problem = valueProblem(d as ConfigKeyDecl, d.default);
+    if (problem) ctx.addIssue({ code: "custom", path: ["default"], message: problem });
+  });
 
 const manifestV1 = z.object({
   abi: z.literal(1),
@@ -20,7 +37,64 @@ const manifestV1 = z.object({
     .transform((m) => [...new Set(m)]),
   probe: z.enum(["readiness", "liveness", "volume"]).default("readiness"),
   severity: z.enum(["required", "advisory"]).default("required"),
+  // Optional and ignored by gateways that predate it, so plugins declaring it still speak abi 1.
+  config: z
+    .record(z.string().regex(CONFIG_KEY, `config keys must match ${CONFIG_KEY.source}`), configKeyDecl)
+    .refine((r) => Object.keys(r).length <= 32, "at most 32 config keys")
+    .optional(),
 });
+
+export type ConfigValue = Record<string, unknown>;
+
+/** Every declared key with its default (keys without a default are left out). */
+export function configDefaults(decl: ConfigDecl): ConfigValue {
+  const out: ConfigValue = {};
+  for (const [k, d] of Object.entries(decl)) if (d.default !== undefined) out[k] = d.default;
+  return out;
+}
+
+/**
+ * Whether a configuration text holds nothing but comments and blank lines
+ * (the base manifests ship such files: every key commented out). The runtime
+ * then applies the defaults without loading the YAML parser.
+ */
+export function isBlankConfig(text: string): boolean {
+  return text.split("\n").every((l) => /^\s*(#.*)?\r?$/.test(l));
+}
+
+/** Why `v` is not a valid value for key `d`, or "" when it is (shared by defaults and config files). */
+export function valueProblem(d: Pick<ConfigKeyDecl, "type" | "min" | "max">, v: unknown): string {
+  const got = describeValue(v);
+  switch (d.type) {
+    case "string":
+      return typeof v === "string" ? "" : `expected a string, got ${got}`;
+    case "boolean":
+      return typeof v === "boolean" ? "" : `expected true or false, got ${got}`;
+    case "string[]":
+      if (!Array.isArray(v)) return `expected a list of strings, e.g. [a, b], got ${got}`;
+      if (v.length > 256) return `at most 256 items, got ${v.length}`;
+      for (const [i, item] of v.entries()) {
+        if (typeof item !== "string") return `item ${i}: expected a string, got ${describeValue(item)}`;
+      }
+      return "";
+    case "integer":
+    case "number": {
+      if (typeof v !== "number" || !Number.isFinite(v)) return `expected ${d.type === "integer" ? "a whole number" : "a number"}, got ${got}`;
+      if (d.type === "integer" && !Number.isInteger(v)) return `expected a whole number, got ${got}`;
+      if (d.min !== undefined && v < d.min) return `must be at least ${d.min}, got ${v}`;
+      if (d.max !== undefined && v > d.max) return `must be at most ${d.max}, got ${v}`;
+      return "";
+    }
+  }
+}
+
+function describeValue(v: unknown): string {
+  if (v === null || v === undefined) return "nothing";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "object") return "a map";
+  const text = JSON.stringify(v);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
 
 const checkOutput = z.object({
   status: z.enum(["pass", "warn", "fail"]),

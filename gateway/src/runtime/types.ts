@@ -15,7 +15,8 @@ export type RefusalReason =
   | "PluginTimeout"
   | "PluginTrap"
   | "PluginMemoryLimit"
-  | "Unreadable";
+  | "Unreadable"
+  | "ConfigInvalid";
 
 /** Why a single call into a loaded plugin produced no verdict. */
 export type FaultReason =
@@ -24,11 +25,23 @@ export type FaultReason =
   | "PluginMemoryLimit"
   | "PluginOutputTooLarge"
   | "PluginBadOutput"
-  | "PluginUnloaded";
+  | "PluginUnloaded"
+  | "ConfigInvalid";
 
 export interface PluginRefusal extends Refusal {
   reason: RefusalReason;
 }
+
+/** One configuration key a plugin declares (manifest `config`, see plugins/ABI.md). */
+export type ConfigType = "string" | "string[]" | "integer" | "number" | "boolean";
+export interface ConfigKeyDecl {
+  type: ConfigType;
+  default?: unknown;
+  description: string;
+  min?: number;
+  max?: number;
+}
+export type ConfigDecl = Record<string, ConfigKeyDecl>;
 
 export type ProbeKind = "readiness" | "liveness" | "volume";
 export type Mode = "node" | "controller";
@@ -42,6 +55,8 @@ export interface PluginManifest {
   modes: Mode[];
   probe: ProbeKind;
   severity: "required" | "advisory";
+  /** Declared configuration keys; absent for plugins that take no configuration. */
+  config?: ConfigDecl;
 }
 
 export interface CheckOutput {
@@ -55,6 +70,8 @@ export interface CheckOutput {
 export interface LoadedPlugin {
   key: string;
   file: string;
+  /** The --plugins-dir the file was found in. */
+  dir?: string;
   sha256: string;
   size: number;
   manifest: PluginManifest;
@@ -84,4 +101,7 @@ export const DEFAULTS = {
   // that returns more is broken or hostile, and nothing past it is copied.
   maxOutputBytes: 2 * MiB,
   quarantineAfter: 3,
+  quarantineBackoffMs: 30_000,
+  quarantineBackoffMaxMs: 5 * 60_000,
+  maxConfigBytes: 64 * 1024,
 } as const;

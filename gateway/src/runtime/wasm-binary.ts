@@ -30,7 +30,8 @@ function readU32(c: Cursor): number {
   throw new WasmFormatError(`LEB128 value too long at byte ${c.pos}`);
 }
 
-function encodeU32(value: number): number[] {
+/** Unsigned LEB128, as the binary format writes every count and index. */
+export function encodeU32(value: number): number[] {
   const out: number[] = [];
   let v = value >>> 0;
   do {

@@ -15,6 +15,7 @@
 // try_table, …) is left as it is, and its traps stay plain PluginTrap.
 
 import { wasm } from "./wasm-api.js";
+import { encodeU32 as leb } from "./wasm-binary.js";
 
 export const GROW_REFUSED_EXPORT = "__probegate_grow_refused";
 
@@ -57,18 +58,6 @@ class Reader {
     if (this.pos + n > this.end) throw new Unsupported("unexpected end");
     this.pos += n;
   }
-}
-
-function leb(value: number): number[] {
-  const out: number[] = [];
-  let v = value >>> 0;
-  do {
-    let b = v & 0x7f;
-    v >>>= 7;
-    if (v !== 0) b |= 0x80;
-    out.push(b);
-  } while (v !== 0);
-  return out;
 }
 
 function section(id: number, payload: number[] | Uint8Array): Uint8Array {

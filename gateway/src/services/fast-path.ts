@@ -40,6 +40,11 @@ const CHECK_FRAMES = new Map<Status, Buffer>(
   [Status.SERVING, Status.NOT_SERVING].map((s) => [s, frame(toBinary(HealthCheckResponseSchema, create(HealthCheckResponseSchema, { status: s })))]),
 );
 const OK_TRAILERS: OutgoingHttpHeaders = { "grpc-status": "0" };
+/** Shared listeners, so the ordinary answer allocates no closures for them. */
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+function ignore(): void {}
 /** As Connect decodes (see router.ts): unknown fields are skipped, not kept. */
 const READ_OPTIONS = { readUnknownFields: false } as const;
 
@@ -85,15 +90,32 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
   if (!probeHandler || !checkHandler) throw new Error("fast path needs the Identity and Health handlers");
   const { metrics } = opts;
 
-  const count = (ctx: StreamContext, method: string, result: string) =>
-    metrics.probeRequests.inc({ transport: ctx.listener === "unix" ? "grpc-unix" : "grpc-tcp", method, result });
+  // Pre-labelled counts (CounterCells): no label hashing per request.
+  type Result = "ready" | "not_ready" | "error";
+  const probeCells = (transport: string, method: string) => ({
+    ready: metrics.hotCells.cell(metrics.probeRequests, { transport, method, result: "ready" }),
+    not_ready: metrics.hotCells.cell(metrics.probeRequests, { transport, method, result: "not_ready" }),
+    error: metrics.hotCells.cell(metrics.probeRequests, { transport, method, result: "error" }),
+  });
+  const requestCells = {
+    unix: { Probe: probeCells("grpc-unix", "Probe"), "Health.Check": probeCells("grpc-unix", "Health.Check") },
+    tcp: { Probe: probeCells("grpc-tcp", "Probe"), "Health.Check": probeCells("grpc-tcp", "Health.Check") },
+  };
+  const count = (ctx: StreamContext, method: "Probe" | "Health.Check", result: Result) => {
+    requestCells[ctx.listener === "unix" ? "unix" : "tcp"][method][result].n++;
+  };
+  const fastCells = (method: string) => ({
+    answered: metrics.hotCells.cell(metrics.fastPath, { method, result: "answered" }),
+    connect: metrics.hotCells.cell(metrics.fastPath, { method, result: "connect" }),
+  });
+  const fastPathCells = { [PROBE]: fastCells("Probe"), [CHECK]: fastCells("Health.Check") } as Record<string, ReturnType<typeof fastCells>>;
 
   const reply = (stream: ServerHttp2Stream, encoding: string | undefined, body: Buffer | undefined, trailers: OutgoingHttpHeaders) => {
     if (stream.destroyed) return;
     const headers: OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc+proto" };
     if (encoding) headers["grpc-encoding"] = encoding;
     stream.respond(headers, { waitForTrailers: true });
-    stream.once("wantTrailers", () => stream.sendTrailers(trailers));
+    stream.once("wantTrailers", trailers === OK_TRAILERS ? sendOkTrailers : () => stream.sendTrailers(trailers));
     stream.end(body);
   };
   const errorTrailers = (code: Code, message: string): OutgoingHttpHeaders => ({
@@ -200,8 +222,9 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
     // A malformed deadline is Connect's to refuse, in its own words.
     if (timeout !== undefined && parseGrpcTimeout(timeout) === undefined) return false;
     const encoding = responseEncoding(headers["grpc-accept-encoding"]);
+    const seen = fastPathCells[path === PROBE ? PROBE : CHECK]!;
 
-    stream.on("error", () => {});
+    stream.on("error", ignore);
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
@@ -212,7 +235,7 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
         stream.removeListener("data", onData);
         stream.removeListener("end", onEnd);
         stream.pause();
-        metrics.fastPath.inc({ method: path === PROBE ? "Probe" : "Health.Check", result: "connect" });
+        seen.connect.n++;
         viaConnect(stream, headers, handler, chunks, stream, ctx);
       }
     };
@@ -222,7 +245,7 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
       const done =
         msg !== undefined &&
         (path === PROBE ? answerProbe(stream, msg, encoding, ctx) : answerCheck(stream, msg, encoding, ctx));
-      metrics.fastPath.inc({ method: path === PROBE ? "Probe" : "Health.Check", result: done ? "answered" : "connect" });
+      seen[done ? "answered" : "connect"].n++;
       if (!done) viaConnect(stream, headers, handler, [body], undefined, ctx);
     };
     stream.on("data", onData);

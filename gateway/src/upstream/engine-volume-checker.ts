@@ -45,7 +45,7 @@ export class EngineVolumeChecker implements VolumeChecker {
     const sources = await Promise.all(
       p.manifest.sources.map(async (name) => [name, await this.opts.catalog.read(name, facts)] as const),
     );
-    return this.opts.runtime.runCheck(p, buildCheckInput(this.opts.mode, sources, facts, Date.now()));
+    return this.opts.runtime.runCheck(p, (config) => buildCheckInput(this.opts.mode, sources, facts, Date.now(), config));
   }
 }
 

@@ -2,8 +2,9 @@
 // either a ready-to-run read (plus the cache key that identifies it) or an
 // immediate failure, so invalid parameters never reach a process or a path.
 
-import { access } from "node:fs/promises";
+import { access, realpath } from "node:fs/promises";
 import { join } from "node:path";
+import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
 import { runCommand, type CommandResult, type Outcome } from "./run-command.js";
 import type { ProcessNamespace } from "./process-namespace.js";
@@ -253,4 +254,64 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/** A sysfs attribute file is at most a page; more is not an attribute. */
+const GLOB_FILE_CAP = 4096;
+
+/**
+ * Files matching GLOB under ROOT: one `PATH CONTENT` line per match (PATH
+ * relative to the root, CONTENT the trimmed text with line breaks as spaces,
+ * or `!CODE` such as `!EACCES` when the file cannot be read). More than
+ * `maxFiles` matches, or more than `maxOutputBytes`, fails the read with the
+ * lines so far (truncated). A match that resolves outside the root fails it.
+ */
+export function globFileSource(name: string, root: string, glob: string, ttlMs: number, maxOutputBytes: number, maxFiles: number): SourceDef {
+  return {
+    name,
+    kind: "file",
+    ttlMs,
+    params: [],
+    path: join(root, glob),
+    // Composed by the gateway from many files, like operstate: a saved output is replayed as given.
+    replay: { kind: "generated", maxOutputBytes },
+    prepare: () => ({ key: "", run: () => readGlob(root, glob, maxOutputBytes, maxFiles) }),
+  };
+}
+
+async function readGlob(root: string, glob: string, cap: number, maxFiles: number): Promise<Produced> {
+  let rootReal: string;
+  try {
+    rootReal = await realpath(root);
+  } catch (err) {
+    return fileFailure(`${(err as NodeJS.ErrnoException).code ?? "EIO"}: ${root} cannot be read`, "");
+  }
+  let expansion;
+  try {
+    expansion = await expandGlob(root, glob, maxFiles);
+  } catch (err) {
+    return fileFailure(`E2BIG: ${glob}: ${(err as Error).message}`, "");
+  }
+  let text = "";
+  for (const rel of expansion.matches) {
+    const path = join(root, rel);
+    let real: string;
+    try {
+      real = await realpath(path);
+    } catch {
+      continue; // gone since the expansion
+    }
+    if (!within(rootReal, real)) return fileFailure(`EXDEV: ${rel} resolves to ${real}, outside ${root}; refused`, text);
+    const r = await readCapped(path, GLOB_FILE_CAP);
+    const content = r.ok ? r.text.trim().replace(/\s*[\r\n]+\s*/g, " ").replace(/\p{Cc}/gu, "?") : `!${r.code}`;
+    const line = `${rel} ${content}\n`;
+    if (Buffer.byteLength(text) + Buffer.byteLength(line) > cap) {
+      return { ok: false, exitCode: null, stdout: text, stderr: "", error: `EFBIG: ${glob} exceeded ${cap} bytes`, truncated: true, outcome: "truncated" };
+    }
+    text += line;
+  }
+  if (expansion.more) {
+    return { ok: false, exitCode: null, stdout: text, stderr: "", error: `E2BIG: ${glob} matched more than ${maxFiles} files`, truncated: true, outcome: "truncated" };
+  }
+  return { ok: true, exitCode: null, stdout: text, stderr: "", error: null, truncated: false, outcome: "ok" };
 }

@@ -9,9 +9,13 @@ import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
 import { ProcessNamespace } from "./process-namespace.js";
 import type { CommandResult } from "./run-command.js";
+import type { CustomSourceConfig } from "./sources-file.js";
+import { SourcesFileError } from "./sources-file-error.js";
+import { SourcesFileWatcher } from "./sources-watch.js";
 import {
   commandSource,
   fileSource,
+  globFileSource,
   NID_PARAM,
   operstateSource,
   processFileSource,
@@ -21,7 +25,7 @@ import {
 } from "./definitions.js";
 
 export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
-export { SourcesFileError } from "./sources-file-error.js";
+export { SourcesFileError };
 export type { FaultKind, SavedOutput } from "./replay.js";
 import type { SavedOutput } from "./replay.js";
 
@@ -76,6 +80,15 @@ export interface SourceCatalogOptions {
   /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
   env?: NodeJS.ProcessEnv;
   defaults?: Partial<SourceDefaults>;
+}
+
+/** A --sources file edit that was refused (the last good set stays); shown as a `[!]` line. */
+export interface SourcesProblem {
+  file: string;
+  reason: "SourcesInvalid";
+  message: string;
+  sha256?: string;
+  at: string;
 }
 
 export interface SourceDescription {
@@ -133,13 +146,22 @@ function customLabel(argv: readonly string[]): string {
 }
 
 export class SourceCatalog {
-  private readonly cache = new SingleFlightCache<SourceResult>();
+  private cache = new SingleFlightCache<SourceResult>();
+  private sources: ReadonlyMap<string, SourceDef>;
+  private problem: SourcesProblem | null = null;
+  private watcher: SourcesFileWatcher | null = null;
+  private readonly listeners = new Set<() => void>();
 
   private constructor(
-    private readonly sources: ReadonlyMap<string, SourceDef>,
+    sources: ReadonlyMap<string, SourceDef>,
+    private readonly opts: SourceCatalogOptions,
+    private readonly defaults: SourceDefaults,
+    private readonly ctx: RunContext,
     private readonly logger: Logger,
     private readonly metrics: Metrics | undefined,
-  ) {}
+  ) {
+    this.sources = sources;
+  }
 
   /** Loads and validates the --sources file; throws SourcesFileError naming file, line and field. */
   static async create(opts: SourceCatalogOptions): Promise<SourceCatalog> {
@@ -149,29 +171,78 @@ export class SourceCatalog {
       commandPrefix: [...(opts.commandPrefix ?? [])],
       ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
     };
-    const defs = builtinSources(opts, d, ctx);
-    if (opts.sourcesFile !== undefined) {
-      // Loaded on demand: most gateways have no --sources file and need no YAML parser.
-      const { loadSourcesFile } = await import("./sources-file.js");
-      const custom = await loadSourcesFile(opts.sourcesFile, new Set(BUILTIN_SOURCE_NAMES));
-      for (const c of custom) {
-        defs.push(
-          commandSource(
-            {
-              name: c.name,
-              argv: c.argv,
-              label: customLabel(c.argv),
-              timeoutMs: c.timeoutMs,
-              ttlMs: c.ttlMs,
-              maxOutputBytes: c.maxOutputBytes ?? d.maxOutputBytes,
-            },
-            ctx,
-          ),
-        );
+    const defs = await buildDefs(opts, d, ctx);
+    const log = opts.logger.child({ component: "sources" });
+    return new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);
+  }
+
+  /**
+   * Watches the --sources file (a ConfigMap's ..data swap included): a valid
+   * edit replaces the custom sources within a few seconds; an invalid one
+   * keeps the last good set and is reported by problems() until fixed.
+   */
+  async watch(opts: { pollMs?: number; debounceMs?: number } = {}): Promise<void> {
+    const file = this.opts.sourcesFile;
+    if (file === undefined || this.watcher) return;
+    this.watcher = new SourcesFileWatcher(file, () => this.reload(), { ...opts, logger: this.logger });
+    await this.watcher.start();
+  }
+
+  stop(): void {
+    this.watcher?.stop();
+    this.watcher = null;
+  }
+
+  /** Called after the set of sources or its problems changed. */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** The refused edit of the --sources file, if the current file is not the one in use. */
+  problems(): SourcesProblem[] {
+    return this.problem ? [this.problem] : [];
+  }
+
+  /** Re-reads the --sources file; never throws. */
+  async reload(sha256?: string): Promise<void> {
+    let defs: ReadonlyMap<string, SourceDef>;
+    try {
+      defs = await buildDefs(this.opts, this.defaults, this.ctx);
+    } catch (err) {
+      if (!(err instanceof SourcesFileError)) {
+        this.logger.error({ err: (err as Error).message }, "sources file reload failed unexpectedly");
+        return;
+      }
+      const message = `${err.message.replace(/:\n\s*/, ": ").replace(/\n\s*/g, "; ")}; the last good set of sources stays in use`;
+      if (this.problem?.message !== message) {
+        this.problem = { file: this.opts.sourcesFile!, reason: "SourcesInvalid", message, sha256, at: new Date().toISOString() };
+        this.logger.warn({ file: this.opts.sourcesFile, detail: err.message }, "sources file refused; keeping the last good set");
+        this.notify();
+      }
+      return;
+    }
+    const before = JSON.stringify(this.describe());
+    this.sources = defs;
+    const changed = JSON.stringify(this.describe()) !== before;
+    const hadProblem = this.problem !== null;
+    this.problem = null;
+    if (changed) {
+      // Results of a source whose definition changed must not outlive it.
+      this.cache = new SingleFlightCache<SourceResult>();
+      this.logger.info({ file: this.opts.sourcesFile, sources: this.names().filter((n) => !BUILTIN_SOURCE_NAMES.includes(n)) }, "sources file applied");
+    }
+    if (changed || hadProblem) this.notify();
+  }
+
+  private notify(): void {
+    for (const fn of this.listeners) {
+      try {
+        fn();
+      } catch (err) {
+        this.logger.error({ err: (err as Error).message }, "sources listener threw");
       }
     }
-    const log = opts.logger.child({ component: "sources" });
-    return new SourceCatalog(new Map(defs.map((s) => [s.name, s])), log, opts.metrics);
   }
 
   has(name: string): boolean {
@@ -261,6 +332,50 @@ export class SourceCatalog {
     const { outcome: _outcome, ...rest } = produced;
     return Object.freeze({ ...rest, fetchedAtMs: Date.now() });
   }
+}
+
+async function buildDefs(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): Promise<ReadonlyMap<string, SourceDef>> {
+  const defs = builtinSources(opts, d, ctx);
+  if (opts.sourcesFile !== undefined) {
+    // Loaded on demand: most gateways have no --sources file and need no YAML parser.
+    const { loadSourcesFile } = await import("./sources-file.js");
+    const custom = await loadSourcesFile(opts.sourcesFile, new Set(BUILTIN_SOURCE_NAMES));
+    await refuseEscapes(opts, custom);
+    for (const c of custom) defs.push(customSource(c, opts, d, ctx));
+  }
+  return new Map(defs.map((s) => [s.name, s]));
+}
+
+function customSource(c: CustomSourceConfig, opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): SourceDef {
+  if (c.kind === "file") {
+    const root = c.root === "sysfs" ? opts.sysfs : opts.procfs;
+    return globFileSource(c.name, root, c.glob, c.ttlMs ?? d.fileTtlMs, c.maxOutputBytes ?? d.maxOutputBytes, c.maxFiles);
+  }
+  return commandSource(
+    { name: c.name, argv: c.argv, label: customLabel(c.argv), timeoutMs: c.timeoutMs, ttlMs: c.ttlMs, maxOutputBytes: c.maxOutputBytes ?? d.maxOutputBytes },
+    ctx,
+  );
+}
+
+/** A file source whose matches resolve outside its root (a symlink out of the tree) is refused at load. */
+async function refuseEscapes(opts: SourceCatalogOptions, custom: readonly CustomSourceConfig[]): Promise<void> {
+  const files = custom.filter((c) => c.kind === "file");
+  if (files.length === 0) return;
+  const { expandGlob, escapes } = await import("./glob-files.js");
+  const problems: string[] = [];
+  for (const c of files) {
+    const root = c.root === "sysfs" ? opts.sysfs : opts.procfs;
+    const where = `${opts.sourcesFile}:${c.line}: source ${JSON.stringify(c.name)}: ${c.root}: ${c.glob}`;
+    try {
+      const { matches } = await expandGlob(root, c.glob, 1024);
+      for (const [rel, real] of await escapes(root, matches)) problems.push(`${where}: ${rel} resolves to ${real}, outside ${root}; refused`);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // A root that does not exist (yet) has nothing to escape through; reads report it.
+      if (code !== "ENOENT") problems.push(`${where}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new SourcesFileError(`invalid sources file ${opts.sourcesFile}:\n  ${problems.join("\n  ")}`);
 }
 
 function immediateFailure(error: string): SourceResult {

@@ -1,0 +1,104 @@
+// The verdict as Kubernetes should see it: Node conditions and whether the
+// node is ready. Pure, computed from the engine's snapshot; no API access.
+import { failing, type Condition, type HealthSnapshot } from "../engine/state.js";
+import { conditionDomain, qualifiedNameProblem } from "./spec.js";
+
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+export interface DesiredCondition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+}
+
+export interface DesiredState {
+  /** false until the first check round is done. */
+  known: boolean;
+  /** ready and live: what the taint and the Events follow. */
+  ready: boolean;
+  conditions: DesiredCondition[];
+  /** Names of the checks that make the node not ready, for Events. */
+  failingChecks: string[];
+  summary: string;
+}
+
+/** Bounded so a chatty check cannot grow the Node object (kubelet's own messages are short). */
+export const MESSAGE_LIMIT = 1024;
+
+/** A CamelCase reason Kubernetes accepts (it validates reason loosely; kubectl shows it as a word). */
+export function camelReason(s: string, fallback: string): string {
+  const words = s.split(/[^A-Za-z0-9]+/).filter(Boolean);
+  let out = words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join("");
+  if (!/^[A-Za-z]/.test(out)) out = fallback;
+  return out.slice(0, 128);
+}
+
+export function boundMessage(s: string): string {
+  return s.length <= MESSAGE_LIMIT ? s : `${s.slice(0, MESSAGE_LIMIT - 1)}…`;
+}
+
+function describe(c: Condition): string {
+  return c.message ? `${c.name}: ${c.reason} (${c.message})` : `${c.name}: ${c.reason}`;
+}
+
+/** Which checks stand in the way: failed liveness first, then failed readiness. */
+function blocking(s: HealthSnapshot): Condition[] {
+  const seen = new Set<string>();
+  const out: Condition[] = [];
+  for (const c of [...failing(s, "liveness"), ...failing(s, "readiness")]) {
+    if (!seen.has(c.name)) {
+      seen.add(c.name);
+      out.push(c);
+    }
+  }
+  return out;
+}
+
+export function desiredState(s: HealthSnapshot, conditionType: string | undefined, perCheck: boolean): DesiredState {
+  const known = s.phase !== "initializing";
+  const ready = known && s.ready && s.live;
+  const blockers = blocking(s);
+  let main: DesiredCondition;
+  if (!known) {
+    main = { type: "", status: "Unknown", reason: "Initializing", message: "probegate has not finished its first check round" };
+  } else if (ready) {
+    const n = s.conditions.filter((c) => c.probe !== "volume").length;
+    main = { type: "", status: "True", reason: "AllChecksPassed", message: `${n} check${n === 1 ? "" : "s"} passed` };
+  } else if (blockers.length > 0) {
+    main = {
+      type: "",
+      status: "False",
+      reason: camelReason(blockers[0]!.reason, "CheckFailed"),
+      message: boundMessage(blockers.map(describe).join("; ")),
+    };
+  } else {
+    main = { type: "", status: "False", reason: "NotReady", message: "probegate is not ready" };
+  }
+  const conditions: DesiredCondition[] = [];
+  if (conditionType) {
+    conditions.push({ ...main, type: conditionType });
+    if (perCheck) {
+      const domain = conditionDomain(conditionType);
+      for (const c of s.conditions) {
+        if (c.probe === "volume") continue;
+        const type = `${domain}/${c.name}`;
+        // A plugin name the API server would refuse as a condition type is left out, not sent to fail every write.
+        if (qualifiedNameProblem(type, true)) continue;
+        conditions.push({
+          type,
+          status: !known ? "Unknown" : c.status === "fail" ? "False" : "True",
+          reason: camelReason(c.reason, c.status === "fail" ? "CheckFailed" : "CheckPassed"),
+          message: boundMessage(c.message || c.reason),
+        });
+      }
+    }
+  }
+  return {
+    known,
+    ready,
+    conditions,
+    failingChecks: blockers.map((c) => c.name),
+    summary: main.message,
+  };
+}

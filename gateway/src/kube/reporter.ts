@@ -1,0 +1,398 @@
+// Makes the Node show the verdict: the condition(s), the taint and Events.
+// A consumer of the engine's snapshots; nothing here is ever awaited by Probe
+// or the health endpoints. One reconcile loop runs at a time (so at most one
+// write is in flight), and a new snapshot during a write only marks the loop
+// dirty: the latest state wins and intermediate ones are never written.
+import type { ReadinessProvider } from "../engine/state.js";
+import type { Logger } from "../observability/logger.js";
+import { KubeError, type Identity, type KubeApi, type WatchHandle } from "./api.js";
+import { Backoff, TokenBucket } from "./backoff.js";
+import { desiredState, type DesiredState } from "./desired.js";
+import { NodeEvents } from "./events.js";
+import type { KubeMetrics } from "./metrics.js";
+import { hasTaint, planConditions, planTaint, type NodeView } from "./node-view.js";
+import { formatTaint, WRITE_BURST, type KubeReportingSpec } from "./spec.js";
+
+export interface NodeReporterOptions {
+  api: KubeApi;
+  spec: KubeReportingSpec;
+  readiness: ReadinessProvider;
+  /** The CSI driver name CSINode must list before the taint is removed (the upstream's, in gateway mode). */
+  driverName: () => string;
+  logger: Logger;
+  metrics: KubeMetrics;
+  now?: () => number;
+}
+
+/** Conflicts retried at once before backing off (another writer keeps winning). */
+const QUICK_CONFLICT_RETRIES = 5;
+const BACKOFF_BASE_MS = 200;
+
+export class NodeReporter {
+  private readonly api: KubeApi;
+  private readonly spec: KubeReportingSpec;
+  private readonly log: Logger;
+  private readonly m: KubeMetrics;
+  private readonly now: () => number;
+  private readonly backoff: Backoff;
+  private readonly watchBackoff: Backoff;
+  private readonly writes: TokenBucket;
+  private readonly taintWrites: TokenBucket;
+  private readonly eventWrites: TokenBucket;
+  private readonly events: NodeEvents;
+  /** Identity for reading the Node and writing its status. */
+  private readonly statusAs: Identity;
+
+  private desired: DesiredState;
+  private view: NodeView | undefined;
+  private lastReady: boolean | undefined;
+  private perCheckWritten = new Set<string>();
+  private running = false;
+  private dirty = false;
+  private stopped = false;
+  private blockedUntil = 0;
+  private conflicts = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private watch: WatchHandle | null = null;
+  private watchWanted = false;
+  private watchTimer: NodeJS.Timeout | null = null;
+  private resyncTimer: NodeJS.Timeout | null = null;
+  private failures = new Map<string, number>();
+  private waitingForCSINode = false;
+  private csiNodeListed = "";
+  private csiNodeListedUntil = 0;
+  private unsubscribe: (() => void) | null = null;
+  private idle: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: NodeReporterOptions) {
+    this.api = opts.api;
+    this.spec = opts.spec;
+    this.log = opts.logger.child({ component: "node-reporter", node: opts.spec.nodeName });
+    this.m = opts.metrics;
+    this.now = opts.now ?? Date.now;
+    const t = opts.spec.timings;
+    this.backoff = new Backoff(BACKOFF_BASE_MS, t.backoffCapMs);
+    this.watchBackoff = new Backoff(BACKOFF_BASE_MS, t.backoffCapMs);
+    this.writes = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
+    // The taint has its own budget: during a storm, condition writes must not starve it.
+    this.taintWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
+    this.eventWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
+    this.events = new NodeEvents(opts.spec.nodeName);
+    this.statusAs = opts.spec.impersonateNode ? "node" : "self";
+    this.desired = this.compute();
+  }
+
+  start(): void {
+    this.unsubscribe = this.opts.readiness.subscribe(() => this.onSnapshot());
+    this.onSnapshot();
+    this.watchWanted = true;
+    // The bounded re-read: while the watch is down, the Node is read again every resync period.
+    this.resyncTimer = setInterval(() => {
+      if (!this.watch) {
+        this.view = undefined;
+        this.kick();
+      }
+    }, this.spec.timings.resyncMs);
+    this.resyncTimer.unref();
+  }
+
+  /** Stops timers and the watch; a request in flight finishes on its own (its deadline bounds it). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.timer) clearTimeout(this.timer);
+    if (this.watchTimer) clearTimeout(this.watchTimer);
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.watch?.stop();
+    this.watch = null;
+    await this.idle;
+  }
+
+  private compute(): DesiredState {
+    return desiredState(this.opts.readiness.snapshot(), this.spec.condition, this.spec.conditionPerCheck);
+  }
+
+  private onSnapshot(): void {
+    this.desired = this.compute();
+    const d = this.desired;
+    if (d.known && d.ready !== this.lastReady) {
+      // The first verdict after start is an Event only when it is bad news.
+      if (this.lastReady !== undefined || !d.ready) {
+        if (d.ready) this.events.record("Normal", "NodeReady", `probegate: node ready (${d.summary})`, this.now());
+        else this.events.record("Warning", "NodeNotReady", `probegate: node not ready: ${d.summary}`, this.now());
+      }
+      this.lastReady = d.ready;
+    }
+    this.kick();
+  }
+
+  /** Runs the loop now, or after the one in progress, or when the backoff ends. */
+  private kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.dirty = true;
+      return;
+    }
+    const wait = this.blockedUntil - this.now();
+    if (wait > 0) {
+      this.wakeIn(wait);
+      return;
+    }
+    this.running = true;
+    this.idle = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      do {
+        this.dirty = false;
+        await this.reconcile();
+      } while (this.dirty && !this.stopped && this.blockedUntil <= this.now());
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, "node reporter bug (it keeps running)");
+      this.wakeIn(this.spec.timings.backoffCapMs);
+    } finally {
+      this.running = false;
+      if (this.dirty && !this.stopped) this.wakeIn(Math.max(0, this.blockedUntil - this.now()));
+    }
+  }
+
+  private wakeIn(ms: number): void {
+    if (this.stopped) return;
+    const at = this.now() + ms;
+    if (this.timer && this.timerAt <= at) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Number.POSITIVE_INFINITY;
+      this.kick();
+    }, Math.max(0, ms));
+    this.timer.unref();
+  }
+
+  private async reconcile(): Promise<void> {
+    let step = "read node";
+    try {
+      if (!this.view) {
+        this.view = await this.api.readNode(this.statusAs);
+        this.succeeded(step);
+        this.noteTaint();
+        this.ensureWatch();
+      }
+      let done = true;
+      if (this.spec.condition) {
+        step = "write condition";
+        done = (await this.syncConditions()) && done;
+      }
+      if (this.spec.taint) {
+        step = "write taint";
+        done = (await this.syncTaint()) && done;
+      }
+      if (this.events.pending) {
+        step = "write event";
+        const wait = this.eventWrites.take();
+        if (wait > 0) this.wakeIn(wait);
+        else {
+          await this.events.writeOne(this.api, this.now());
+          this.succeeded(step);
+          if (this.events.pending) this.dirty = true;
+        }
+      }
+      this.m.pending.set(done ? 0 : 1);
+      this.backoff.reset();
+      this.conflicts = 0;
+    } catch (err) {
+      this.m.pending.set(1);
+      this.failed(step, err);
+    }
+  }
+
+  /** true when the Node shows the desired conditions. */
+  private async syncConditions(): Promise<boolean> {
+    const view = this.view!;
+    const d = this.desired;
+    // Before the first round, a condition already on the Node is left as it is:
+    // writing Unknown at every restart would reset its lastTransitionTime.
+    const present = new Set(view.conditions.map((c) => c.type));
+    const wanted = d.known ? d.conditions : d.conditions.filter((c) => !present.has(c.type));
+    const wantedTypes = new Set(d.conditions.map((c) => c.type));
+    const stale = d.known ? [...this.perCheckWritten].filter((t) => !wantedTypes.has(t)) : [];
+    const plan = planConditions(view, wanted, stale, this.now(), this.spec.timings.heartbeatMs);
+    if (Number.isFinite(plan.nextDueMs)) this.wakeIn(Math.max(0, plan.nextDueMs - this.now()));
+    if (plan.write.length === 0 && plan.remove.length === 0) return true;
+    const wait = this.writes.take();
+    if (wait > 0) {
+      this.wakeIn(wait);
+      return false;
+    }
+    const body = {
+      // The resourceVersion makes the patch conditional: if the Node changed
+      // since it was read, the API server answers 409 and the loop re-reads it,
+      // so lastTransitionTime is always derived from the Node as it is.
+      metadata: { resourceVersion: view.resourceVersion },
+      status: {
+        conditions: [...plan.write, ...plan.remove.map((type) => ({ type, $patch: "delete" }))],
+      },
+    };
+    this.view = await this.api.patchNodeStatus(this.statusAs, body);
+    this.succeeded("write condition");
+    this.m.lastWrite.set(this.now() / 1000);
+    for (const c of plan.write) {
+      for (const s of ["True", "False", "Unknown"]) this.m.conditionStatus.set({ condition: c.type, status: s }, c.status === s ? 1 : 0);
+      if (c.type !== this.spec.condition) this.perCheckWritten.add(c.type);
+    }
+    for (const t of plan.remove) {
+      this.perCheckWritten.delete(t);
+      for (const s of ["True", "False", "Unknown"]) this.m.conditionStatus.remove({ condition: t, status: s });
+    }
+    return true;
+  }
+
+  /** Whether the taint should be on the Node: true, false, or null for "leave it". */
+  private taintWanted(): boolean | null {
+    const d = this.desired;
+    // Before the first round nothing is known: adding a NoExecute taint to a
+    // healthy node at every restart would evict its pods.
+    if (!d.known) return null;
+    if (this.spec.taintMode === "continuous") return !d.ready;
+    return d.ready ? false : null;
+  }
+
+  private async syncTaint(): Promise<boolean> {
+    const taint = this.spec.taint!;
+    const want = this.taintWanted();
+    const has = hasTaint(this.view!, taint);
+    if (want === null || want === has) {
+      this.waitingForCSINode = false;
+      return true;
+    }
+    if (!want && this.spec.waitForCSINode && !(this.csiNodeListed === this.opts.driverName() && this.now() < this.csiNodeListedUntil)) {
+      const driver = this.opts.driverName();
+      const drivers = await this.api.csiNodeDrivers();
+      if (!drivers?.includes(driver)) {
+        if (!this.waitingForCSINode) {
+          this.log.info({ driver, csiNodeDrivers: drivers ?? "no CSINode" }, "node ready; the taint stays until CSINode lists the driver");
+          this.waitingForCSINode = true;
+        }
+        // CSINode changes once, when the registrar registers the driver: polling it is cheap.
+        this.wakeIn(Math.min(this.spec.timings.resyncMs, 2000));
+        return false;
+      }
+      if (this.waitingForCSINode) this.log.info({ driver }, "CSINode lists the driver");
+      this.waitingForCSINode = false;
+      // A registered driver stays registered: a flapping check must not re-read CSINode at every flap.
+      this.csiNodeListed = driver;
+      this.csiNodeListedUntil = this.now() + this.spec.timings.resyncMs;
+    }
+    const ops = planTaint(this.view!, taint, want, this.now());
+    if (!ops) return true;
+    const wait = this.taintWrites.take();
+    if (wait > 0) {
+      this.wakeIn(wait);
+      return false;
+    }
+    this.view = await this.api.patchNodeTaints(ops);
+    this.succeeded("write taint");
+    this.m.lastWrite.set(this.now() / 1000);
+    this.noteTaint();
+    this.log.info({ taint: formatTaint(taint), action: want ? "added" : "removed", mode: this.spec.taintMode }, want ? "taint added" : "taint removed");
+    return true;
+  }
+
+  private noteTaint(): void {
+    if (this.spec.taint && this.view) this.m.taintPresent.set(hasTaint(this.view, this.spec.taint) ? 1 : 0);
+  }
+
+  private succeeded(step: string): void {
+    const n = this.failures.get(step);
+    if (n !== undefined) {
+      this.failures.delete(step);
+      this.log.info({ step, failures: n }, "Kubernetes API requests succeed again");
+    }
+    for (const k of [...this.failures.keys()]) if (k.startsWith(`${step}\u0000`)) this.failures.delete(k);
+  }
+
+  /** Each distinct failure (step and code) is logged once, not once per retry. */
+  private logOnce(step: string, e: KubeError): void {
+    const key = `${step}\u0000${e.key}`;
+    const seen = this.failures.get(key);
+    if (seen === undefined) this.log.warn({ step, status: e.status, error: e.message }, "Kubernetes API request failed; retrying");
+    this.failures.set(key, (seen ?? 0) + 1);
+    this.failures.set(step, (this.failures.get(step) ?? 0) + 1);
+  }
+
+  private failed(step: string, err: unknown): void {
+    const e = err instanceof KubeError ? err : new KubeError((err as Error).message, undefined, "error");
+    const conflict = e.status === 409 || e.status === 422;
+    // Losing a race to kubelet or the node controller is routine: worth a warning only when it keeps happening.
+    if (conflict && this.conflicts < QUICK_CONFLICT_RETRIES) this.log.debug({ step, status: e.status }, "write conflict; re-reading the Node");
+    else this.logOnce(step, e);
+
+    let wait: number;
+    if (e.status === 409 || e.status === 422) {
+      // Someone else wrote the Node first: read it again and redo the change on top.
+      this.view = undefined;
+      this.conflicts++;
+      wait = this.conflicts <= QUICK_CONFLICT_RETRIES ? 0 : this.backoff.next();
+    } else if (e.status === 429) {
+      wait = e.retryAfterMs ?? this.backoff.next();
+    } else {
+      if (e.status === undefined || e.status === 404 || e.status >= 500) this.view = undefined;
+      wait = this.backoff.next();
+    }
+    if (wait === 0) {
+      this.dirty = true;
+      return;
+    }
+    this.blockedUntil = this.now() + wait;
+    this.wakeIn(wait);
+  }
+
+  private ensureWatch(): void {
+    if (!this.watchWanted || this.watch || this.watchTimer || this.stopped || !this.view) return;
+    const rv = this.view.resourceVersion;
+    const timeoutSeconds = Math.max(1, Math.round(this.spec.timings.resyncMs / 1000));
+    let handle: WatchHandle | null = null;
+    let ended = false;
+    const startedAt = this.now();
+    const placeholder: WatchHandle = { stop: () => handle?.stop() };
+    this.watch = placeholder;
+    const onEvent = (type: string, view: NodeView | undefined) => {
+      if (this.stopped || ended) return;
+      this.watchBackoff.reset();
+      this.succeeded("watch node");
+      if (type === "DELETED") this.view = undefined;
+      else if (view && (type === "MODIFIED" || type === "ADDED")) this.view = view;
+      else return;
+      this.noteTaint();
+      this.kick();
+    };
+    const onDone = (err: KubeError | null) => {
+      if (ended) return;
+      ended = true;
+      handle?.stop();
+      if (this.watch === placeholder) this.watch = null;
+      if (this.stopped) return;
+      if (err?.status === 410) this.view = undefined;
+      // A watch the server ends at once, again and again, must not turn into a hot loop.
+      const wait = err || this.now() - startedAt < 1000 ? this.watchBackoff.next() : 0;
+      if (err) this.logOnce("watch node", err);
+      else this.succeeded("watch node");
+      this.watchTimer = setTimeout(() => {
+        this.watchTimer = null;
+        if (!this.view) this.kick();
+        else this.ensureWatch();
+      }, wait);
+      this.watchTimer.unref();
+    };
+    this.api.watchNode(this.statusAs, rv, timeoutSeconds, onEvent, onDone).then(
+      (h) => {
+        handle = h;
+        if (ended || this.stopped) h.stop();
+      },
+      (err) => onDone(err instanceof KubeError ? err : new KubeError(String(err), undefined, "error")),
+    );
+  }
+}
