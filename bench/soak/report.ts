@@ -45,6 +45,7 @@ export interface SoakReport {
   lnetInjected: Record<string, number>;
   upstream: { kills: number; starts: number };
   bursts: number;
+  kube: { converged: boolean; condition?: string; readyz?: number; ms: number };
   fuzz: FuzzStats & { rounds: number };
   driver: { unhandled: string[]; lagP99Ms: number; lagMaxMs: number };
   gateways: GatewayReport[];
@@ -66,6 +67,7 @@ interface Input {
   lnetInjected: Record<string, number>;
   upstream: { kills: number; starts: number };
   bursts: number;
+  kube: { converged: boolean; condition?: string; readyz?: number; ms: number };
   fuzz: FuzzStats & { rounds: number };
   driver: { unhandled: string[]; lagP99Ms: number; lagMaxMs: number };
 }
@@ -131,6 +133,7 @@ export function buildReport(x: Input): SoakReport {
     { id: "rss-slope", what: `gateways whose RSS slope (Theil–Sen of 30 s window minima, last 80%) exceeds ${o.rssSlopeMiBPerHour} MiB/h`, count: gateways.filter((g) => !(g.rss.slopeMiBPerHour <= o.rssSlopeMiBPerHour)).length, bound: "0" },
     { id: "fd-slope", what: `gateways whose open-descriptor slope exceeds ${o.fdSlopePerHour}/h`, count: gateways.filter((g) => !(g.fds.slopePerHour <= o.fdSlopePerHour)).length, bound: "0" },
     { id: "logs", what: "gateways logging more than 100 + 40 per fault event (no line per request)", count: gateways.filter((g) => g.logs.lines > g.logs.bound).length, bound: "0" },
+    { id: "node-condition", what: "the Node condition not matching /readyz within 60 s once the API server is back for good", count: x.kube.converged ? 0 : 1, bound: "0" },
     { id: "fuzz", what: "edge-fuzz cases without a well-formed answer or clean reset, or after which Probe went unanswered", count: fuzzFatal, bound: "0" },
     { id: "soak-driver", what: "unhandled rejections in the soak driver itself", count: x.driver.unhandled.length, bound: "0" },
   ];
@@ -153,6 +156,7 @@ export function buildReport(x: Input): SoakReport {
     lnetInjected: x.lnetInjected,
     upstream: x.upstream,
     bursts: x.bursts,
+    kube: x.kube,
     fuzz: x.fuzz,
     driver: x.driver,
     gateways,

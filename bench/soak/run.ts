@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { SOURCE_DEFAULTS } from "../../gateway/src/engine/sources/index.js";
+import { FakeKubeApi } from "../../gateway/test/helpers/fake-kube-api.js";
 import { benchDist, repoRoot } from "../lib/paths.js";
 import { isMain } from "../lib/main.js";
 import { EdgeFuzzer, type FuzzKind, type FuzzStats } from "./fuzz-edge.js";
@@ -78,6 +79,27 @@ class Loops {
   }
 }
 
+const KUBE_NODE = "soak-node";
+const KUBE_CONDITION = "probegate.example.com/Ready";
+const KUBE_TAINT = "probegate.example.com/not-ready";
+
+/** Polls until the Node's condition says what /readyz says, twice in a row. */
+async function nodeConditionConverges(kube: FakeKubeApi, http: string, limitMs: number): Promise<{ converged: boolean; condition?: string; readyz?: number; ms: number }> {
+  const start = Date.now();
+  let agreed = 0;
+  let last: { condition?: string; readyz?: number } = {};
+  while (Date.now() - start < limitMs) {
+    const readyz = await fetch(`http://${http}/readyz`).then((r) => r.status, () => 0);
+    const condition = kube.condition(KUBE_NODE, KUBE_CONDITION)?.status as string | undefined;
+    last = { condition, readyz };
+    const want = readyz === 200 ? "True" : "False";
+    agreed = condition === want ? agreed + 1 : 0;
+    if (agreed >= 2) return { converged: true, ...last, ms: Date.now() - start };
+    await sleep(500);
+  }
+  return { converged: false, ...last, ms: Date.now() - start };
+}
+
 export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const root = repoRoot();
   const t0 = Date.now();
@@ -121,8 +143,18 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   };
   await startDriver();
 
+  // The node-mode gateway reports to a fake Kubernetes API server (gateway/test/helpers), which fails,
+  // throttles and goes away now and then.
+  const kube = await new FakeKubeApi({ tokens: { "soak-token": KUBE_NODE } }).start();
+  kube.addNode(KUBE_NODE);
+  kube.setCSINode(KUBE_NODE, ["probegate.csi.io"]);
+  kube.startKubelet(KUBE_NODE, 10_000);
+  const kubeconfig = path.join(work, "kubeconfig");
+  fs.writeFileSync(kubeconfig, kube.kubeconfig("soak-token"));
+  const kubeArgs = [`--kubeconfig=${kubeconfig}`, `--node-name=${KUBE_NODE}`, `--node-condition=${KUBE_CONDITION}`, `--node-taint=${KUBE_TAINT}:NoSchedule`, "--node-taint-mode=continuous"];
+
   const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, "--log-level=info"];
-  const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...common] }, t0);
+  const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...kubeArgs, ...common] }, t0);
   const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: lnet.env(), args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...common] }, t0);
   await a.start();
   await b.start();
@@ -240,6 +272,33 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     },
   );
 
+  let kubeDown = false;
+  loops.schedule(
+    () => (kubeDown ? rng.between(5_000, 20_000) : rng.between(20_000, 60_000)),
+    async () => {
+      events.node++;
+      if (kubeDown) {
+        await kube.accept();
+        kubeDown = false;
+        return;
+      }
+      const r = rng.next();
+      if (r < 0.35) {
+        kube.failNext(rng.int(5, 30), { status: 500 });
+        bump("kube-api-500");
+      } else if (r < 0.7) {
+        kube.failNext(rng.int(5, 30), { status: 429, retryAfter: "2" });
+        bump("kube-api-429-throttle");
+      } else {
+        await kube.refuse();
+        kubeDown = true;
+        bump("kube-api-down");
+      }
+    },
+  );
+  // The fake keeps a record of every request; the soak needs none of it.
+  loops.every(10_000, 1, async () => void kube.requests.splice(0), () => {});
+
   // Crashes: counted by GatewayProc; restart so the run goes on.
   for (const g of [a, b]) {
     g.onCrash = () => {
@@ -321,6 +380,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   await Promise.race([Promise.allSettled([...loops.inflight]), sleep(35_000)]);
   await fuzzLoop;
   fwd.close();
+  // Once the API server is back for good, the Node condition must come to match the verdict.
+  if (kubeDown) await kube.accept();
+  kube.clearFaults();
+  const kubeConverged = await nodeConditionConverges(kube, a.http, 60_000);
   const finishedAt = Date.now();
   // Shutdown is part of the check: SIGTERM must exit 0.
   const exitCodes: Record<string, number | null> = {};
@@ -331,6 +394,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     exitCodes[g.spec.name] = await code;
   }
   driver?.kill("SIGKILL");
+  await kube.close();
   lag.disable();
   process.off("unhandledRejection", onUnhandled);
   lnet.cleanup();
@@ -352,6 +416,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     lnetInjected: lnet.injected,
     upstream: { kills: driverKills, starts: driverStarts },
     bursts,
+    kube: kubeConverged,
     fuzz: { rounds: fuzzRounds, ...fuzzTotals },
     driver: { unhandled: driverUnhandled, lagP99Ms: lag.percentile(99) / 1e6, lagMaxMs: lag.max / 1e6 },
   });

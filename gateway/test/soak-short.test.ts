@@ -28,7 +28,7 @@ function runSoak(args: string[]): Promise<{ code: number | null; stderr: string 
 
 describe("short soak", () => {
   it(
-    "serves every request kind through LNet faults, plugin churn, upstream kills, a burst and the fuzzer with no lost call, crash, wrong readiness or log flood",
+    "serves every request kind through LNet faults, plugin churn, upstream kills, Kubernetes API faults, a burst and the fuzzer with no lost call, crash, wrong readiness or log flood",
     async () => {
       const { code, stderr } = await runSoak([
         "--duration=70s",
@@ -58,6 +58,7 @@ describe("short soak", () => {
       expect(Object.keys(r.faults).some((k) => k.startsWith("plugins-plain-"))).toBe(true);
       expect(Object.keys(r.faults).some((k) => k.startsWith("plugins-configmap-"))).toBe(true);
       expect(r.fuzz.rounds).toBeGreaterThan(0);
+      expect(Object.keys(r.faults).some((k) => k.startsWith("kube-api-")), "a Kubernetes API fault").toBe(true);
       // Readiness was actually seen both ways, so the oracle was tested.
       for (const g of r.gateways) {
         expect(g.readiness.ready, g.name).toBeGreaterThan(0);
@@ -74,6 +75,7 @@ describe("short soak", () => {
       expect(inv.shutdown, detail).toBe(0);
       expect(inv.logs, detail).toBe(0);
       expect(inv.fuzz, detail).toBe(0);
+      expect(inv["node-condition"], JSON.stringify(r.kube)).toBe(0);
       expect(inv["soak-driver"], detail).toBe(0);
       // The report's three forms were written.
       for (const ext of ["json", "md", "svg"]) expect(fs.existsSync(path.join(out, `short-latest.${ext}`))).toBe(true);
