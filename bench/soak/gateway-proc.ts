@@ -49,6 +49,8 @@ export class GatewayProc {
   readonly logs: LogCounts = { lines: 0, bytes: 0, errors: 0, nonJson: 0, unhandled: 0, byMsg: {}, samples: [] };
   readonly samples: ProcSample[] = [];
   private stopping = false;
+  /** Date.now() of the last crash; requests failing soon after it are the crash's. */
+  lastCrashAt = 0;
   private tail: string[] = [];
   private exitWaiters: Array<() => void> = [];
   onCrash?: () => void;
@@ -84,11 +86,13 @@ export class GatewayProc {
       }
     });
     child.once("exit", (code, signal) => {
+      // Waiters of this process first: a restart from onCrash registers its own.
+      for (const w of this.exitWaiters.splice(0)) w();
       if (!this.stopping) {
         this.crashes.push({ at: Date.now() - this.t0, code, signal, tail: this.tail.join("\n").slice(-2000) });
+        this.lastCrashAt = Date.now();
         this.onCrash?.();
       }
-      for (const w of this.exitWaiters.splice(0)) w();
     });
     const timer = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`${spec.name}: no start line in ${timeoutMs} ms: ${this.tail.join("\n")}`)), timeoutMs).unref());
     const exited = new Promise<never>((_, rej) => this.exitWaiters.push(() => rej(new Error(`${spec.name} exited before starting: ${this.tail.join("\n")}`))));

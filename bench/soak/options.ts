@@ -22,6 +22,8 @@ export interface SoakOptions {
   upstreamUpMs: [number, number];
   upstreamDownMs: [number, number];
   fuzz: boolean;
+  /** Node reporting to the fake Kubernetes API server, with its faults. */
+  kube: boolean;
   sampleEveryMs: number;
   windowMs: number;
   /** Fitted slopes must stay under these (per hour). */
@@ -31,7 +33,7 @@ export interface SoakOptions {
 
 export const USAGE = `npm run soak -- [--duration 10m] [--seed N] [--out DIR] [--name soak] [--check-interval 2s]
   [--grace 5s] [--slack 1s] [--rate 1] [--burst-every 3m] [--burst-length 8s] [--fault-dwell 15s-40s]
-  [--churn-every 4s-10s] [--upstream-up 20s-60s] [--upstream-down 2s-10s] [--fuzz on|off]
+  [--churn-every 4s-10s] [--upstream-up 20s-60s] [--upstream-down 2s-10s] [--fuzz on|off] [--kube on|off]
   [--sample-every 2s] [--window 30s] [--rss-slope 10] [--fd-slope 10]
 Starts two probegate processes (node mode, and gateway mode in front of a fake driver), drives them with
 probe traffic, faults and the edge fuzzer for --duration, then writes <out>/<name>-<time>.{json,md,svg} and
@@ -54,6 +56,7 @@ export function defaults(root: string): SoakOptions {
     upstreamUpMs: [20_000, 60_000],
     upstreamDownMs: [2_000, 10_000],
     fuzz: true,
+    kube: true,
     sampleEveryMs: 2_000,
     windowMs: 30_000,
     rssSlopeMiBPerHour: 10,
@@ -105,6 +108,7 @@ export function parseOptions(argv: string[], root: string): SoakOptions | "help"
       case "--upstream-up": o.upstreamUpMs = range(flag, value); break;
       case "--upstream-down": o.upstreamDownMs = range(flag, value); break;
       case "--fuzz": if (value !== "on" && value !== "off") throw new Error("--fuzz: on or off"); o.fuzz = value === "on"; break;
+      case "--kube": if (value !== "on" && value !== "off") throw new Error("--kube: on or off"); o.kube = value === "on"; break;
       case "--sample-every": o.sampleEveryMs = dur(flag, value); break;
       case "--window": o.windowMs = dur(flag, value); break;
       case "--rss-slope": o.rssSlopeMiBPerHour = num(flag, value); break;

@@ -42,7 +42,9 @@ async function watched<T>(t: Target, fn: () => Promise<T>): Promise<{ r: T; outa
   const up = t.proc.alive();
   const sentAt = Date.now();
   const r = await fn();
-  return { r, outage: !up || !t.proc.alive() || t.proc.starts !== starts, sentAt };
+  // A restarted gateway takes a few seconds to listen again; failures meanwhile are the crash's.
+  const restarting = t.proc.lastCrashAt > 0 && Date.now() - t.proc.lastCrashAt < 15_000;
+  return { r, outage: !up || !t.proc.alive() || t.proc.starts !== starts || restarting, sentAt };
 }
 
 function fromCall(o: CallOutcome): { outcome: "ok" | "clean-error" | "lost" | "broken"; code?: string; detail?: string } {
