@@ -326,9 +326,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         }
       };
       const tcpProbe = (i: number) => async () => {
+        const s = sessions[i % 4];
+        if (s.destroyed || s.closed) {
+          // The gateway cut the connection (a crash, or an edge limit): a kept-alive client reconnects, after a pause.
+          await sleep(200);
+          if (sessions[i % 4] === s) sessions[i % 4] = connectSession({ host: "127.0.0.1", port: a.port });
+          return;
+        }
         const { r, outage } = await (async () => {
           const starts = a.starts;
-          const r = await grpcUnary(sessions[i % 4], PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 });
+          const r = await grpcUnary(s, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 });
           return { r, outage: a.starts !== starts || !a.alive() || Date.now() - a.lastCrashAt < 15_000 };
         })();
         rec.record("burst-probe-tcp", { outcome: r.kind === "ok" ? "ok" : r.kind === "status" ? "clean-error" : r.kind === "hung" ? "lost" : "broken", detail: r.kind === "transport" ? r.error : undefined, ms: r.ms, deadlineMs: 3000, outage });
