@@ -36,6 +36,8 @@ export interface GatewaySpec {
   socket: string;
   args: string[];
   env: NodeJS.ProcessEnv;
+  /** V8 old-space cap, as the deployment sets it: 48 MiB (the image), 96 MiB with node reporting (its component). */
+  heapMiB: number;
 }
 
 const UNHANDLED = /unhandled ?rejection|uncaught ?exception|UnhandledPromiseRejection/i;
@@ -66,7 +68,7 @@ export class GatewayProc {
     fs.rmSync(spec.socket, { force: true });
     const child = spawn(
       process.execPath,
-      ["--max-semi-space-size=1", "--max-old-space-size=48", path.join(spec.root, "bin/probegate.js"), ...spec.args],
+      ["--max-semi-space-size=1", `--max-old-space-size=${spec.heapMiB}`, path.join(spec.root, "bin/probegate.js"), ...spec.args],
       { env: spec.env, stdio: ["ignore", "ignore", "pipe"] },
     );
     this.child = child;

@@ -392,6 +392,31 @@ describe("flags", () => {
       expect(r.stderr, args.join(" ")).toMatch(message);
     }
   }, 60_000);
+
+  it("refuses to start node reporting under the image's 48 MiB heap (a burst would run it out), naming the flag to use", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const { BIN } = await import("./helpers/gateway-process.js");
+    const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" } }).start();
+    cleanups.push(() => api.close());
+    api.addNode("node-a");
+    const kubeconfig = path.join(tempDir("probegate-kube-heap-"), "kubeconfig");
+    fs.writeFileSync(kubeconfig, api.kubeconfig("token-a"));
+    const args = [
+      `--csi-endpoint=unix://${path.join(tempDir(), "csi.sock")}`,
+      "--http-endpoint=127.0.0.1:0",
+      `--plugins-dir=${tempDir("probegate-no-plugins-")}`,
+      `--kubeconfig=${kubeconfig}`,
+      "--node-name=node-a",
+      `--node-condition=${COND}`,
+    ];
+    const small = spawnSync(process.execPath, ["--max-semi-space-size=1", "--max-old-space-size=48", BIN, ...args], { encoding: "utf8", timeout: 30_000 });
+    expect(small.status).toBe(2);
+    // One plain line besides the JSON log lines.
+    const plain = small.stderr.trim().split("\n").filter((l) => !l.startsWith("{"));
+    expect(plain).toHaveLength(1);
+    expect(plain[0]).toMatch(/^probegate: node reporting: the V8 heap limit is \d+ MiB.*--max-old-space-size=96/);
+    expect(api.requests.filter((r) => r.method !== "GET")).toEqual([]);
+  }, 60_000);
 });
 
 describe("gateway mode", () => {

@@ -70,19 +70,23 @@ async function prepareReporting(
   return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics });
 }
 
+/** The heap limit below which node reporting is refused (the client takes ~27 MiB of it). */
+const NODE_REPORTING_MIN_HEAP_MIB = 90;
+
 /**
  * The Kubernetes client takes ~27 MiB of heap (measured): under the launcher's
- * 48 MiB old-space limit that leaves almost nothing. V8 fixes the limit at
- * start, so all probegate can do is say how to start it.
+ * 48 MiB old-space limit a saturating burst then runs the heap out (the soak
+ * crashed it three times in ten minutes). V8 fixes the limit at start, so an
+ * unsafe start is refused, naming how to start it instead.
  */
-function warnIfHeapTight(logger: Logger): void {
-  const limitMiB = v8.getHeapStatistics().heap_size_limit / 1048576;
-  if (limitMiB < 90) {
-    logger.warn(
-      { heapLimitMiB: Math.round(limitMiB) },
-      "node reporting loads the Kubernetes client (~27 MiB of heap): start node with --max-old-space-size=96 (the node-reporting deploy component does)",
-    );
-  }
+function heapTooSmallForReporting(): string | undefined {
+  const limitMiB = Math.round(v8.getHeapStatistics().heap_size_limit / 1048576);
+  if (limitMiB >= NODE_REPORTING_MIN_HEAP_MIB) return undefined;
+  return (
+    `the V8 heap limit is ${limitMiB} MiB, and node reporting loads the Kubernetes client (~27 MiB of heap): ` +
+    `start node with --max-old-space-size=96 or more (node --max-semi-space-size=1 --max-old-space-size=96 bin/probegate.js …; ` +
+    `the node-reporting deploy components do)`
+  );
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -149,6 +153,13 @@ export async function main(argv: string[]): Promise<number> {
 
   let reporting: NodeReportingStarter | undefined;
   if (cfg.kube) {
+    const tooSmall = heapTooSmallForReporting();
+    if (tooSmall) {
+      await upstream?.close();
+      await checks.stop();
+      process.stderr.write(`probegate: node reporting: ${tooSmall}\n`);
+      return 2;
+    }
     try {
       // The name the node's CSINode must list before a startup taint goes: in
       // gateway mode the driver's own, once it has answered GetPluginInfo.
@@ -191,7 +202,6 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
   const nodeReporting = reporting?.start();
-  if (reporting) warnIfHeapTight(logger);
   logger.info(
     {
       version: VERSION,
