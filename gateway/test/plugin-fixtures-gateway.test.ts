@@ -5,7 +5,7 @@
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runPluginCommand } from "../src/cli/plugin-commands.js";
+import { pluginTest } from "./helpers/plugin-test-cli.js";
 import { fakeLnet, type FakeCommand, type FakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { TRACE_LIMITS } from "../src/runtime/trace-log.js";
@@ -32,16 +32,7 @@ afterEach(async () => {
   for (const n of nodes.splice(0)) n.cleanup();
 });
 
-async function cli(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runPluginCommand(["test", ...argv], {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    cwd: dir.path,
-  });
-  return { code, stdout, stderr };
-}
+const cli = (...argv: string[]) => pluginTest(dir.path, ...argv);
 
 interface Scenario {
   name: string;

@@ -3,7 +3,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runPluginCommand } from "../src/cli/plugin-commands.js";
+import { pluginTest } from "./helpers/plugin-test-cli.js";
 import { ROOT } from "./helpers/gateway-process.js";
 import { compileHostile } from "./hostile/build.js";
 import { tempDir } from "./hostile/harness.js";
@@ -29,16 +29,7 @@ function fixtures(files: Record<string, string>): string {
   return d;
 }
 
-async function run(...argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runPluginCommand(["test", ...argv], {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    cwd: dir.path,
-  });
-  return { code, stdout, stderr };
-}
+const run = (...argv: string[]) => pluginTest(dir.path, ...argv);
 
 const niDown = `name: one NI down
 facts: {lnet.selfNid: 10.1.0.4@tcp}
