@@ -35,11 +35,9 @@ export interface GatewayReport {
   probeLatency: WindowStat[];
 }
 
-export interface SoakReport {
-  meta: { startedAt: string; finishedAt: string; durationS: number; seed: number; node: string; cpus: number; cpuModel: string; options: SoakOptions };
+/** What the run counted, carried from the run into the report as it is. */
+interface RunCounts {
   bounds: OracleBounds;
-  requests: Record<string, KindCounts>;
-  requestExamples: Recorder["examples"];
   faults: Record<string, number>;
   churn: unknown;
   lnetInjected: Record<string, number>;
@@ -48,28 +46,25 @@ export interface SoakReport {
   kube: { converged: boolean; condition?: string; readyz?: number; ms: number };
   fuzz: FuzzStats & { rounds: number };
   driver: { unhandled: string[]; lagP99Ms: number; lagMaxMs: number };
+}
+
+export interface SoakReport extends RunCounts {
+  meta: { startedAt: string; finishedAt: string; durationS: number; seed: number; node: string; cpus: number; cpuModel: string; options: SoakOptions };
+  requests: Record<string, KindCounts>;
+  requestExamples: Recorder["examples"];
   gateways: GatewayReport[];
   invariants: Invariant[];
   summary: { requests: number; faults: number; violations: number };
   markdown: string;
 }
 
-interface Input {
+interface Input extends RunCounts {
   o: SoakOptions;
   t0: number;
   startedAt: number;
   finishedAt: number;
   rec: Recorder;
   gateways: Array<{ proc: GatewayProc; oracle: ReadinessOracle; events: number; exitCode: number | null }>;
-  bounds: OracleBounds;
-  faults: Record<string, number>;
-  churn: unknown;
-  lnetInjected: Record<string, number>;
-  upstream: { kills: number; starts: number };
-  bursts: number;
-  kube: { converged: boolean; condition?: string; readyz?: number; ms: number };
-  fuzz: FuzzStats & { rounds: number };
-  driver: { unhandled: string[]; lagP99Ms: number; lagMaxMs: number };
 }
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
