@@ -31,6 +31,8 @@ export interface RequestRecord {
   status: number;
   bytesIn: number;
   bytesOut: number;
+  /** Set when the answer was a fault injected with failNext, not the server's own. */
+  injected?: boolean;
   at: number;
   watch: boolean;
 }
@@ -420,6 +422,7 @@ export class FakeKubeApi {
       );
       if (fi >= 0) {
         const f = this.faults.splice(fi, 1)[0]!;
+        rec.injected = true;
         const reason = f.status === 429 ? "TooManyRequests" : f.status === 409 ? "Conflict" : "InternalError";
         fail(new HttpError(f.status, reason, `injected ${f.status}`), f.retryAfter ? { "retry-after": f.retryAfter } : {});
         return;
