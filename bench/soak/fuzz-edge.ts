@@ -94,7 +94,18 @@ const H1_TEMPLATES: Buffer[] = [
   h1("POST", "/csi.v1.Identity/Probe", { "Content-Type": "application/json" }, "{}"),
   h1("POST", "/grpc.health.v1.Health/Check", { "Content-Type": "application/json", "Connect-Protocol-Version": "1" }, '{"service":"readiness"}'),
   h1("POST", "/csi.v1.Identity/Probe", { "Content-Type": "application/grpc-web+proto", "X-Grpc-Web": "1" }, "\0\0\0\0\0"),
+  // A server stream: answered once its first message is in, then left open.
+  h1("POST", "/grpc.health.v1.Health/Watch", { "Content-Type": "application/grpc-web+proto", "X-Grpc-Web": "1" }, "\0\0\0\0\0"),
 ];
+
+/** Calls whose answer is a stream that stays open by design. */
+const SERVER_STREAMS = new Set(["/grpc.health.v1.Health/Watch"]);
+
+/** The path of a raw HTTP/1.1 request line. */
+function requestPath(req: Buffer): string {
+  const line = req.subarray(0, Math.max(0, req.indexOf("\r\n"))).toString("latin1");
+  return (line.split(" ")[1] ?? "").split("?")[0]!;
+}
 
 // ---------- generators ----------
 
@@ -391,8 +402,8 @@ function exchange(
   });
 }
 
-function h1Exchange(d: Dial, pieces: Buffer[], method: string, deadlineMs: number, gapMs = 2) {
-  return exchange(d, pieces, gapMs, deadlineMs, (data, closed) => parseH1Response(data, closed, method).done);
+function h1Exchange(d: Dial, pieces: Buffer[], method: string, deadlineMs: number, serverStream = false, gapMs = 2) {
+  return exchange(d, pieces, gapMs, deadlineMs, (data, closed) => parseH1Response(data, closed, method, serverStream).done);
 }
 
 const SETTINGS_ACK = frame(FRAME.SETTINGS, FLAG.ACK, 0, Buffer.alloc(0));
@@ -495,16 +506,17 @@ export class EdgeFuzzer {
   async h1Split(): Promise<void> {
     for (const req of H1_TEMPLATES) {
       const method = req.subarray(0, req.indexOf(" ")).toString();
-      const ref = await h1Exchange(this.tcp(), [req], method, this.deadlineMs);
-      const refParsed = parseH1Response(ref.data, true, method);
+      const stream = SERVER_STREAMS.has(requestPath(req));
+      const ref = await h1Exchange(this.tcp(), [req], method, this.deadlineMs, stream);
+      const refParsed = parseH1Response(ref.data, ref.closed, method, stream);
       if (!refParsed.done || !("response" in refParsed)) {
         this.violate({ kind: "h1-split", what: "malformed", detail: `unsplit request: ${"malformed" in refParsed ? refParsed.malformed : "no answer"}`, input: hex(req) });
         continue;
       }
       for (const at of this.positions(req.length)) {
         if (this.expired()) return;
-        const r = await h1Exchange(this.tcp(), [req.subarray(0, at), req.subarray(at)], method, this.deadlineMs);
-        const p = parseH1Response(r.data, r.closed, method);
+        const r = await h1Exchange(this.tcp(), [req.subarray(0, at), req.subarray(at)], method, this.deadlineMs, stream);
+        const p = parseH1Response(r.data, r.closed, method, stream);
         if (!p.done) {
           this.count("h1-split", "hung");
           this.violate({ kind: "h1-split", what: "hung", detail: `split at ${at}: no complete answer within ${this.deadlineMs} ms`, input: hex(req) });
@@ -545,8 +557,9 @@ export class EdgeFuzzer {
     for (const c of cases) {
       if (this.expired()) return;
       const bytes = encodeH1Case(c);
-      const r = await h1Exchange(this.tcp(), [bytes], c.method, this.deadlineMs);
-      const p = parseH1Response(r.data, r.closed, c.method);
+      const stream = SERVER_STREAMS.has(c.path);
+      const r = await h1Exchange(this.tcp(), [bytes], c.method, this.deadlineMs, stream);
+      const p = parseH1Response(r.data, r.closed, c.method, stream);
       if (!p.done) {
         this.count("h1-random", "hung");
         this.violate({ kind: "h1-random", what: "hung", detail: `${c.method} ${c.path}: no complete answer within ${this.deadlineMs} ms`, input: hex(bytes) });
@@ -627,7 +640,10 @@ export class EdgeFuzzer {
  */
 function checkH1Answer(c: H1Case, r: H1Response): string | undefined {
   const ct = (r.headers["content-type"] ?? "").toLowerCase();
-  if (ct.startsWith("application/grpc-web") && r.status === 200) {
+  if (ct.startsWith("application/grpc-web") && r.status === 200 && r.open) {
+    // An open stream's first frame must be a message, not trailers.
+    if (r.body[0] !== 0) return `gRPC-Web stream opened with frame flags 0x${r.body[0]!.toString(16)}: ${describeH1(r)}`;
+  } else if (ct.startsWith("application/grpc-web") && r.status === 200) {
     const inHeader = r.headers["grpc-status"] !== undefined;
     const inTrailer = r.body.length > 0 && r.body.includes(Buffer.from("grpc-status"));
     if (!inHeader && !inTrailer) return `gRPC-Web answer without grpc-status: ${describeH1(r)}`;

@@ -2,8 +2,10 @@
 // per kind, against a real gateway process on its TCP port and CSI socket.
 // The long version runs inside `npm run soak` (bench/soak/).
 import fs from "node:fs";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EdgeFuzzer, type FuzzKind } from "../../bench/soak/fuzz-edge.js";
+import { parseH1Response } from "../../bench/soak/h1-wire.js";
 import { startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 
 const SEED = 1414;
@@ -71,6 +73,44 @@ describe("network edge fuzz (fixed seed)", () => {
     const s = await fuzz(["h2-frames"], 200);
     expect(s.cases["h2-frames"]).toBe(200);
     expect(s.violations).toEqual([]);
+    expect(fatal).toEqual([]);
+  });
+
+  it("opens a Health/Watch stream for the random gRPC-Web request the one-hour soak reported as hung", async () => {
+    // The case, byte for byte: an envelope with flags 0x02 is a message to a
+    // gRPC-Web server, so this is a well-formed Watch, and a Watch stays open.
+    const req = Buffer.concat([
+      Buffer.from(
+        "POST /grpc.health.v1.Health/Watch HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/grpc-web+proto\r\n" +
+          "Connect-Protocol-Version: 1\r\ncontent-encoding: zstd\r\ntx: %\r\nik-84t75-d: $\r\ne0tg-94l0f: ?\r\n" +
+          "Transfer-Encoding: chunked\r\n\r\n3\r\n",
+        "latin1",
+      ),
+      Buffer.from([2, 0, 0]),
+      Buffer.from("\r\n2\r\n", "latin1"),
+      Buffer.from([0, 0]),
+      Buffer.from("\r\n0\r\n\r\n", "latin1"),
+    ]);
+    const { host, port } = target();
+    const sock = net.connect({ host, port });
+    let data = Buffer.alloc(0);
+    const parsed = await new Promise<ReturnType<typeof parseH1Response>>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no answer: ${data.toString("latin1")}`)), 10_000);
+      sock.on("data", (b) => {
+        data = Buffer.concat([data, b]);
+        const p = parseH1Response(data, false, "POST", true);
+        if (p.done) {
+          clearTimeout(timer);
+          resolve(p);
+        }
+      });
+      sock.on("error", reject);
+      sock.write(req);
+    });
+    sock.destroy();
+    expect(parsed).toMatchObject({ done: true, response: { status: 200, open: true } });
+    // Read as a unary answer, the same bytes are not done: the stream stays open.
+    expect(parseH1Response(data, false, "POST", false).done).toBe(false);
     expect(fatal).toEqual([]);
   });
 
