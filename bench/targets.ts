@@ -114,3 +114,31 @@ export const TARGETS: ServerTarget[] = [
     }),
   },
 ];
+
+/** The condition the reporting target writes. */
+export const KUBERNETES_BENCH_CONDITION = "probegate.csi.io/NodeReady";
+
+/** The heap flags the node-reporting deploy component sets (main.ts refuses reporting under 90 MiB). */
+export const REPORTING_HEAP_FLAGS = ["--max-semi-space-size=1", "--max-old-space-size=96"];
+
+/**
+ * probegate with Kubernetes node reporting on (a Node condition, written to
+ * the fake API server at `kubeconfig` for node `nodeName`), started as the
+ * node-reporting component starts it. Its RSS is reported beside the target,
+ * not held to it: the issue asks for the figure, the 64 MiB is for reporting off.
+ */
+export function withKubernetesReporting(pg: ServerTarget, kubeconfig: string, nodeName: string): ServerTarget {
+  return {
+    ...pg,
+    id: "probegate+kubernetes",
+    label: "probegate + Kubernetes reporting",
+    command: (c) => {
+      const base = pg.command(c);
+      const args = base.args.filter((a) => !PROBEGATE_HEAP_FLAGS.includes(a));
+      return {
+        ...base,
+        args: [...REPORTING_HEAP_FLAGS, ...args, `--kubeconfig=${kubeconfig}`, `--node-name=${nodeName}`, `--node-condition=${KUBERNETES_BENCH_CONDITION}`],
+      };
+    },
+  };
+}

@@ -65,6 +65,23 @@ describe("report", () => {
     expect(t["plugin-16"].pass).toBeNull();
   });
 
+  it("reports RSS with Kubernetes reporting on per runtime, beside the 64 MiB target and not held to it", () => {
+    const r = sample();
+    expect(Object.fromEntries(evaluateTargets(r).map((x) => [x.id, x]))["rss-kubernetes"].measured).toMatch(/^n\/a/);
+    const k = (id: string, node: string, peak: number, notes: string[] = []): ServerResult => ({
+      ...server("probegate", 30000, 50, 400), id, node, notes, newconn: [],
+      memory: { rssStartMiB: peak - 10, rss100kMiB: peak, rss200kMiB: peak - 1, growthPct: -1, probesPerPhase: 100_000 },
+    });
+    r.servers.push(k("probegate+kubernetes", "v20.19.0", 117), k("probegate+kubernetes@node24", "v24.21.0", 139, ["the reporter wrote no Node condition in this run: its figure is not the reporting one"]));
+    const t = Object.fromEntries(evaluateTargets(r).map((x) => [x.id, x]));
+    expect(t["rss-kubernetes"]).toMatchObject({ measured: "117.0 MiB (107.0 / 117.0 / 116.0)", pass: null });
+    expect(t["rss-kubernetes:node24"].what).toContain("Node 24.21.0");
+    expect(t["rss-kubernetes:node24"].what).toContain("wrote no Node condition");
+    // The reporting figures are not the reporting-off targets.
+    expect(t["rss"].pass).toBe(true);
+    expect(Object.keys(t).filter((id) => id.startsWith("rss:"))).toEqual(["rss:probegate@node24"]);
+  });
+
   it("holds probegate to 0.9× raw node:http2 throughput and 1.1× its CPU per Probe", () => {
     const r = sample();
     const raw = r.servers.find((s) => s.id === "node-http2-raw")!;
