@@ -87,7 +87,7 @@ function dechunk(b: Buffer): { body: Buffer; more: boolean; error?: string } {
 }
 
 /** How many whole 5-byte-prefixed messages (gRPC-Web, Connect streaming) `body` starts with. */
-export function wholeEnvelopes(body: Buffer): number {
+function wholeEnvelopes(body: Buffer): number {
   let n = 0;
   let off = 0;
   while (body.length >= off + 5) {
