@@ -91,8 +91,8 @@ export interface FootprintOptions {
   /** Probes of load between the start and after-load points (h2load c8 m4, TCP h2c). */
   probes: number;
   grpcLoad: (port: number, requests: number) => H2loadParams;
-  /** Heap flags probegate runs with (from the launcher); used for bare node and the library imports too. */
-  heapFlags: string[];
+  /** Node flags probegate runs with (from the launcher); used for bare node and the library imports too. */
+  nodeFlags: string[];
   log: (s: string) => void;
 }
 
@@ -107,7 +107,7 @@ export async function measureFootprint(o: FootprintOptions): Promise<FootprintRu
     errors: [],
   };
   // Bare node, idle.
-  const bare = spawn(o.node.bin, [...o.heapFlags, "-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore" });
+  const bare = spawn(o.node.bin, [...o.nodeFlags, "-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore" });
   await sleep(1000);
   run.bare = await point(bare.pid!);
   bare.kill("SIGKILL");
@@ -169,7 +169,7 @@ export async function measureFootprint(o: FootprintOptions): Promise<FootprintRu
   for (const m of ["none", ...START_LIBRARIES]) {
     const module = m.startsWith("dist/") ? path.join(o.root, m) : m;
     try {
-      const r = await childJson<LibCostResult>(o.node.bin, [...o.heapFlags, "--expose-gc", script, JSON.stringify({ module })], o.root);
+      const r = await childJson<LibCostResult>(o.node.bin, [...o.nodeFlags, "--expose-gc", script, JSON.stringify({ module })], o.root);
       if (m === "none") base = r;
       else run.libraries.push({ ...r, module: m, deltaRssMiB: r.rssMiB - (base?.rssMiB ?? NaN), deltaHeapMiB: r.heapUsedMiB - (base?.heapUsedMiB ?? NaN) });
     } catch (e) {

@@ -41,11 +41,12 @@ function fakeNodeDir(): { env: NodeJS.ProcessEnv; dir: string } {
   return { dir, env: { ...process.env, PATH: `${pathPrefix}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir } };
 }
 
-/** The image's heap flags; the node-reporting component raises old space to 96 MiB. */
+/** The image's node flags; the node-reporting component raises old space to 96 MiB. */
 async function start(args: string[], env: NodeJS.ProcessEnv, dir: string, oldSpaceMiB = 96): Promise<{ child: ChildProcess; http: string }> {
   const child = spawn(
     process.execPath,
     [
+      "--no-node-snapshot",
       "--max-semi-space-size=1",
       `--max-old-space-size=${oldSpaceMiB}`,
       path.join(root, "bin/probegate.js"),

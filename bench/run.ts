@@ -21,7 +21,7 @@ import { renderSvg } from "./report/svg.js";
 import { renderReport } from "./report/table.js";
 import { evaluateTargets } from "./report/targets.js";
 import type { BenchResult, ExecRow, H2Row, NewConnRow, ProfileResult, ServerResult } from "./report/types.js";
-import { PROBEGATE_HEAP_FLAGS, TARGETS, useFakeNode, withKubernetesReporting, KUBERNETES_BENCH_CONDITION, type ServerTarget } from "./targets.js";
+import { PROBEGATE_NODE_FLAGS, TARGETS, useFakeNode, withKubernetesReporting, KUBERNETES_BENCH_CONDITION, type ServerTarget } from "./targets.js";
 import { measureFootprint } from "./footprint.js";
 import { resolveNode24 } from "./lib/node24.js";
 import { currentPinning, enablePinning, pinned } from "./lib/pin.js";
@@ -426,7 +426,7 @@ async function main(): Promise<number> {
       log(`footprint on Node ${rt.version}`);
       result.footprint.push(
         await measureFootprint({
-          root, tmp: tmpDir(), target: pg, node: rt, log, probes: pl.footprintProbes, heapFlags: PROBEGATE_HEAP_FLAGS,
+          root, tmp: tmpDir(), target: pg, node: rt, log, probes: pl.footprintProbes, nodeFlags: PROBEGATE_NODE_FLAGS,
           ctx: async (name) => {
             const port = await freePort();
             return { root, socket: path.join(tmpDir(), `${name}.sock`), port, httpPort: port };

@@ -30,8 +30,8 @@ export interface ServerTarget {
 
 const node = process.execPath;
 
-/** The heap flags of the bin/probegate.js shebang, npm start and the image. */
-export const PROBEGATE_HEAP_FLAGS = ["--max-semi-space-size=1", "--max-old-space-size=48"];
+/** The node flags of the bin/probegate.js shebang, npm start and the image. */
+export const PROBEGATE_NODE_FLAGS = ["--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=48"];
 
 const BENCH_ARGS = process.env.PROBEGATE_BENCH_ARGS?.trim() ? process.env.PROBEGATE_BENCH_ARGS.trim().split(/\s+/) : undefined;
 
@@ -68,7 +68,7 @@ export const TARGETS: ServerTarget[] = [
       return {
         cmd: c.node ?? node,
         args: [
-          ...PROBEGATE_HEAP_FLAGS,
+          ...PROBEGATE_NODE_FLAGS,
           "bin/probegate.js",
           "--csi-endpoint", `unix://${c.socket}`,
           "--http-endpoint", `127.0.0.1:${c.port}`,
@@ -118,8 +118,8 @@ export const TARGETS: ServerTarget[] = [
 /** The condition the reporting target writes. */
 export const KUBERNETES_BENCH_CONDITION = "probegate.csi.io/NodeReady";
 
-/** The heap flags the node-reporting deploy component sets (main.ts refuses reporting under 90 MiB). */
-export const REPORTING_HEAP_FLAGS = ["--max-semi-space-size=1", "--max-old-space-size=96"];
+/** The node flags the node-reporting deploy component sets (main.ts refuses reporting under a 90 MiB heap). */
+export const REPORTING_NODE_FLAGS = ["--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=96"];
 
 /**
  * probegate with Kubernetes node reporting on (a Node condition, written to
@@ -134,10 +134,10 @@ export function withKubernetesReporting(pg: ServerTarget, kubeconfig: string, no
     label: "probegate + Kubernetes reporting",
     command: (c) => {
       const base = pg.command(c);
-      const args = base.args.filter((a) => !PROBEGATE_HEAP_FLAGS.includes(a));
+      const args = base.args.filter((a) => !PROBEGATE_NODE_FLAGS.includes(a));
       return {
         ...base,
-        args: [...REPORTING_HEAP_FLAGS, ...args, `--kubeconfig=${kubeconfig}`, `--node-name=${nodeName}`, `--node-condition=${KUBERNETES_BENCH_CONDITION}`],
+        args: [...REPORTING_NODE_FLAGS, ...args, `--kubeconfig=${kubeconfig}`, `--node-name=${nodeName}`, `--node-condition=${KUBERNETES_BENCH_CONDITION}`],
       };
     },
   };

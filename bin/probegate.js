@@ -1,7 +1,9 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --max-old-space-size=48
-// The heap flags keep a long-running gateway small and flat (measured in bench/:
-// without them RSS keeps climbing under steady Probe load until V8 gets round to
-// a full collection). Use the same flags when starting it as `node bin/probegate.js`.
+#!/usr/bin/env -S node --no-node-snapshot --max-semi-space-size=1 --max-old-space-size=48
+// The node flags keep a long-running gateway small and flat (measured in bench/):
+// the heap caps stop RSS climbing under steady Probe load until V8 gets round to
+// a full collection; booting without Node's built-in startup snapshot costs
+// ~30 ms once and saves 2-8 MiB for good (bench/README.md, "What was tried").
+// Use the same flags when starting it as `node bin/probegate.js`.
 // Thin launcher: the CLI is compiled TypeScript under dist/ (built by `npm ci` via the prepare script),
 // bundled into one tree-shaken file plus lazily loaded chunks (gateway/bundle.mjs: less resident memory).
 import { main } from "../dist/gateway/bundle/main.js";

@@ -156,6 +156,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, "--log-level=info"];
   const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), heapMiB: o.kube ? 96 : 48, args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...kubeArgs, ...common] }, t0);
   const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...common] }, t0);
+  // Interrupted (^C, SIGTERM): take the gateways and the driver down too, and
+  // the commands they left hanging with them, rather than leave them running.
+  const onSignal = (sig: NodeJS.Signals) => {
+    log(`${sig}: stopping the gateways and the driver; no report`);
+    for (const c of [a.child, b.child, driver]) c?.kill("SIGKILL");
+    lnet.cleanup();
+    process.exit(130);
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   await a.start();
   await b.start();
   // Restarts keep the port, so clients and the report follow one address.
@@ -408,6 +418,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   await kube.close();
   lag.disable();
   process.off("unhandledRejection", onUnhandled);
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
   lnet.cleanup();
   fs.rmSync(work, { recursive: true, force: true });
 

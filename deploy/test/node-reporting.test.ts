@@ -73,7 +73,7 @@ for (const variant of ["node-reporting", "node-reporting-hardened"]) {
     it("probegate runs with room for the Kubernetes client: 96 MiB old space, memory request above the measured 140 MiB", () => {
       const ds = pods(docs).find((p) => p.owner.kind === "DaemonSet")!;
       const c = containersOf(ds.spec).find(isProbegate)!;
-      expect(c.command).toEqual(["node", "--max-semi-space-size=1", "--max-old-space-size=96", "/opt/probegate/bin/probegate.js"]);
+      expect(c.command).toEqual(["node", "--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=96", "/opt/probegate/bin/probegate.js"]);
       expect(c.resources.requests.memory).toBe("160Mi");
       const dockerfile = readFileSync(path.join(DEPLOY, "Dockerfile"), "utf8");
       expect(dockerfile).toContain('"/opt/probegate/bin/probegate.js"]');

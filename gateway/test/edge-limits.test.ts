@@ -9,7 +9,7 @@ import net from "node:net";
 import zlib from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeCsiDriver } from "./helpers/fake-csi-driver.js";
-import { IMAGE_HEAP_FLAGS, ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
+import { IMAGE_NODE_FLAGS, ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 
 const PROBE = "/csi.v1.Identity/Probe";
 const CHECK = "/grpc.health.v1.Health/Check";
@@ -29,7 +29,7 @@ afterEach(async () => {
 });
 
 async function start(args: string[] = []): Promise<GatewayProcess> {
-  gp = await startGatewayProcess(args, { nodeArgs: IMAGE_HEAP_FLAGS });
+  gp = await startGatewayProcess(args, { nodeArgs: IMAGE_NODE_FLAGS });
   return gp;
 }
 

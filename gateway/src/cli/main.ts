@@ -84,7 +84,7 @@ function heapTooSmallForReporting(): string | undefined {
   if (limitMiB >= NODE_REPORTING_MIN_HEAP_MIB) return undefined;
   return (
     `the V8 heap limit is ${limitMiB} MiB, and node reporting loads the Kubernetes client (~27 MiB of heap): ` +
-    `start node with --max-old-space-size=96 or more (node --max-semi-space-size=1 --max-old-space-size=96 bin/probegate.js …; ` +
+    `start node with --max-old-space-size=96 or more (node --no-node-snapshot --max-semi-space-size=1 --max-old-space-size=96 bin/probegate.js …; ` +
     `the node-reporting deploy components do)`
   );
 }

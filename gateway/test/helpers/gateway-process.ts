@@ -33,8 +33,8 @@ process.once("exit", () => {
   for (const c of live) c.kill("SIGKILL");
 });
 
-/** The heap caps the image starts probegate with (deploy/Dockerfile, bin/probegate.js). */
-export const IMAGE_HEAP_FLAGS = ["--max-semi-space-size=1", "--max-old-space-size=48"];
+/** The node flags the image starts probegate with (deploy/Dockerfile, bin/probegate.js). */
+export const IMAGE_NODE_FLAGS = ["--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=48"];
 
 export function tempDir(prefix = "probegate-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -51,7 +51,7 @@ export async function startGatewayProcess(
     socket?: string;
     timeoutMs?: number;
     waitFor?: "started" | "exit";
-    /** Node flags before the script, e.g. the image's heap caps (IMAGE_HEAP_FLAGS). */
+    /** Node flags before the script, e.g. the image's (IMAGE_NODE_FLAGS). */
     nodeArgs?: string[];
   } = {},
 ): Promise<GatewayProcess> {
