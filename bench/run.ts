@@ -149,12 +149,24 @@ async function measureNewConn(s: RunningServer, rate: number, pl: Plan): Promise
     pollers,
     timeoutMs: 3000,
   };
-  let a = cpuSample(s.pid);
+  // A server that dies under the load must fail its row with its own last words, not the bench.
+  const sample = () => {
+    const why = s.gone();
+    if (why) throw new Error(`server ${why}`);
+    return cpuSample(s.pid);
+  };
+  let a = sample();
   let b = a;
+  let lost: Error | undefined;
   const result = await runChild<NewConnResult>(dist("load/newconn-client.js"), params, (l) => {
-    if (l === "MEASURE") a = cpuSample(s.pid);
-    else if (l === "END") b = cpuSample(s.pid);
+    try {
+      if (l === "MEASURE") a = sample();
+      else if (l === "END") b = sample();
+    } catch (e) {
+      lost ??= e as Error;
+    }
   });
+  if (lost || s.gone()) throw lost ?? new Error(`server ${s.gone()}`);
   const d = cpuDelta(a, b);
   return { rate, pollers, result, serverCpuSec: d.cpuSec, serverSchedSec: d.schedSec, serverCpuPerProbeUs: (d.cpuSec / Math.max(1, result.sent)) * 1e6 };
 }

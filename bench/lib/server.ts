@@ -14,6 +14,8 @@ export interface RunningServer {
   stderrTail(): string;
   /** The last 4,000 characters the server wrote to stdout. */
   stdoutTail(): string;
+  /** Why the server is gone ("exited (1): …stderr"), or undefined while it runs. */
+  gone(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -58,6 +60,7 @@ export async function startServer(
     notes,
     stderrTail: () => err.trim().split("\n").slice(-8).join("\n"),
     stdoutTail: () => out,
+    gone: () => (exited === undefined ? undefined : `exited (${exited === -1 ? "signal" : exited}): ${err.trim().split("\n").slice(-8).join("\n") || out.trim().slice(-2000)}`),
     stop: async () => {
       if (exited !== undefined) return;
       proc.kill("SIGTERM");
