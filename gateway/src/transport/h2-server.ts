@@ -97,10 +97,7 @@ export function createH2Server(opts: {
     admission.leave(this[CLASS]!);
     pending.delete(this);
     const session = this[SESSION];
-    // A stream's 'close' can come after its session's (the client hung up):
-    // a closed session must not go back into the idle sweep, which would hold
-    // it for the whole idle timeout.
-    if (session && --session[OPEN]! === 0 && !session.closed && !session.destroyed) idle.set(session, Date.now() + limits.idleTimeoutMs);
+    if (session && --session[OPEN]! === 0) idle.set(session, Date.now() + limits.idleTimeoutMs);
   }
 
   const admit = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean => {
