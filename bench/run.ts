@@ -150,9 +150,12 @@ async function measureNewConn(s: RunningServer, rate: number, pl: Plan): Promise
     timeoutMs: 3000,
   };
   // A server that dies under the load must fail its row with its own last words, not the bench.
-  const sample = () => {
+  const mustBeUp = () => {
     const why = s.gone();
     if (why) throw new Error(`server ${why}`);
+  };
+  const sample = () => {
+    mustBeUp();
     return cpuSample(s.pid);
   };
   let a = sample();
@@ -166,7 +169,8 @@ async function measureNewConn(s: RunningServer, rate: number, pl: Plan): Promise
       lost ??= e as Error;
     }
   });
-  if (lost || s.gone()) throw lost ?? new Error(`server ${s.gone()}`);
+  if (lost) throw lost;
+  mustBeUp();
   const d = cpuDelta(a, b);
   return { rate, pollers, result, serverCpuSec: d.cpuSec, serverSchedSec: d.schedSec, serverCpuPerProbeUs: (d.cpuSec / Math.max(1, result.sent)) * 1e6 };
 }

@@ -60,7 +60,7 @@ export async function startServer(
     notes,
     stderrTail: () => err.trim().split("\n").slice(-8).join("\n"),
     stdoutTail: () => out,
-    gone: () => (exited === undefined ? undefined : `exited (${exited === -1 ? "signal" : exited}): ${err.trim().split("\n").slice(-8).join("\n") || out.trim().slice(-2000)}`),
+    gone: () => (exited === undefined ? undefined : `exited (${exited === -1 ? "signal" : exited}): ${server.stderrTail() || out.trim().slice(-2000)}`),
     stop: async () => {
       if (exited !== undefined) return;
       proc.kill("SIGTERM");

@@ -2,6 +2,14 @@
 import type { BenchResult, ServerResult, TargetCheck } from "./types.js";
 
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : "n/a");
+
+/** A server's largest RSS of start, after N and after 2N Probes, and how the report shows it. */
+function peakRss(s: ServerResult): { rssMax: number; measured: string } {
+  const m = s.memory;
+  if (!m) return { rssMax: s.rssStartMiB ?? NaN, measured: `${f(s.rssStartMiB ?? NaN, 1)} MiB (start only)` };
+  const rssMax = Math.max(m.rssStartMiB, m.rss100kMiB, m.rss200kMiB);
+  return { rssMax, measured: `${f(rssMax, 1)} MiB (${f(m.rssStartMiB, 1)} / ${f(m.rss100kMiB, 1)} / ${f(m.rss200kMiB, 1)})` };
+}
 const pass = (ok: boolean, ...inputs: number[]) => (inputs.every(Number.isFinite) ? ok : null);
 
 export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugins">): TargetCheck[] {
@@ -70,12 +78,12 @@ export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugi
   // Issue #13: ≤ 64 MiB after start and after 200k Probes, on every runtime measured.
   for (const s of r.servers.filter((x) => x.available && (x.id === "probegate" || x.id.startsWith("probegate@")))) {
     const m = s.memory;
-    const rssMax = m ? Math.max(m.rssStartMiB, m.rss100kMiB, m.rss200kMiB) : s.rssStartMiB ?? NaN;
+    const { rssMax, measured } = peakRss(s);
     const on = `Node ${(s.node ?? "?").replace(/^v/, "")}`;
     out.push({
       id: s.id === "probegate" ? "rss" : `rss:${s.id}`,
       what: `probegate RSS on ${on}, bundled plugins, Kubernetes reporting off (max of start, ${m ? m.probesPerPhase / 1000 : 100}k, ${m ? (2 * m.probesPerPhase) / 1000 : 200}k probes)`,
-      measured: m ? `${f(rssMax, 1)} MiB (${f(m.rssStartMiB, 1)} / ${f(m.rss100kMiB, 1)} / ${f(m.rss200kMiB, 1)})` : `${f(rssMax, 1)} MiB (start only)`,
+      measured,
       limit: "≤ 64 MiB",
       pass: pass(rssMax <= 64, rssMax),
     });
@@ -95,12 +103,10 @@ export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugi
     out.push({ id: "rss-kubernetes", what: "probegate RSS with Kubernetes reporting on (reported)", measured: "n/a (no Kubernetes reporter target in this run)", limit: "none", pass: null });
   }
   for (const s of k8s) {
-    const km = s.memory;
-    const rssMax = km ? Math.max(km.rssStartMiB, km.rss100kMiB, km.rss200kMiB) : s.rssStartMiB ?? NaN;
     out.push({
       id: s.id === "probegate+kubernetes" ? "rss-kubernetes" : `rss-kubernetes:${s.id.slice(s.id.indexOf("@") + 1)}`,
       what: `probegate RSS on Node ${(s.node ?? "?").replace(/^v/, "")} with Kubernetes reporting on (reported)${s.notes.length ? `; ${s.notes.join("; ")}` : ""}`,
-      measured: km ? `${f(rssMax, 1)} MiB (${f(km.rssStartMiB, 1)} / ${f(km.rss100kMiB, 1)} / ${f(km.rss200kMiB, 1)})` : `${f(rssMax, 1)} MiB (start only)`,
+      measured: peakRss(s).measured,
       limit: "none",
       pass: null,
     });
