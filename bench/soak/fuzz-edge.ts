@@ -17,6 +17,7 @@
 import net from "node:net";
 import fc from "fast-check";
 import { FLAG, FRAME, FrameReader, PREFACE, frame, headerBlock, type ServerFrame } from "./h2-wire.js";
+import { requestPath } from "../../gateway/src/transport/request-path.js";
 import { parseH1Response, type H1Response } from "./h1-wire.js";
 
 export type FuzzKind = "h1-split" | "h2-split" | "h1-random" | "h2-request" | "h2-frames";
@@ -101,10 +102,9 @@ const H1_TEMPLATES: Buffer[] = [
 /** Calls whose answer is a stream that stays open by design. */
 const SERVER_STREAMS = new Set(["/grpc.health.v1.Health/Watch"]);
 
-/** The path of a raw HTTP/1.1 request line. */
-function requestPath(req: Buffer): string {
-  const line = req.subarray(0, Math.max(0, req.indexOf("\r\n"))).toString("latin1");
-  return (line.split(" ")[1] ?? "").split("?")[0]!;
+/** The path a raw HTTP/1.1 request's target names, as the gateway reads it. */
+function templatePath(req: Buffer): string {
+  return requestPath(req.subarray(0, Math.max(0, req.indexOf("\r\n"))).toString("latin1").split(" ")[1]);
 }
 
 // ---------- generators ----------
@@ -506,7 +506,7 @@ export class EdgeFuzzer {
   async h1Split(): Promise<void> {
     for (const req of H1_TEMPLATES) {
       const method = req.subarray(0, req.indexOf(" ")).toString();
-      const stream = SERVER_STREAMS.has(requestPath(req));
+      const stream = SERVER_STREAMS.has(templatePath(req));
       const ref = await h1Exchange(this.tcp(), [req], method, this.deadlineMs, stream);
       const refParsed = parseH1Response(ref.data, ref.closed, method, stream);
       if (!refParsed.done || !("response" in refParsed)) {
