@@ -80,6 +80,32 @@ describe("command execution", () => {
     expect(await waitUntilDead(pids)).toEqual([]);
   });
 
+  it("ends the commands still running when the catalog stops, and runs no new one", async () => {
+    const pidFile = join(dir, "pid");
+    const catalog = await catalogWith([
+      node("slow", `require("fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`, { timeout: "5m" }),
+      node("later", "process.stdout.write('ran')"),
+    ]);
+    const pending = catalog.read("slow", {});
+    const until = Date.now() + 15_000;
+    while (Date.now() < until) {
+      try {
+        if (readFileSync(pidFile, "utf8")) break;
+      } catch {
+        /* not started yet */
+      }
+      await sleep(20);
+    }
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    await catalog.stop();
+    // stop() resolved only after the child was reaped: it is gone already.
+    expect(isAlive(pid)).toBe(false);
+    expect(await pending).toMatchObject({ ok: false, error: "killed by SIGKILL" });
+    const r = await catalog.read("later", {});
+    expect(r).toMatchObject({ ok: false });
+    expect(r.error).toMatch(/^ECANCELED: .* not run: the gateway is stopping$/);
+  });
+
   it("kills a command that spews output past the cap instead of waiting for its timeout", async () => {
     const catalog = await catalogWith([
       // fs.writeSync, not process.stdout.write: the latter may queue

@@ -100,8 +100,8 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     engine,
     catalog,
     stop: async () => {
-      catalog.stop();
       await engine.stop();
+      await catalog.stop();
       host.demoDir?.remove();
     },
     describe: {

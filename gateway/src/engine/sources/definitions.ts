@@ -6,7 +6,7 @@ import { access, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
-import { runCommand, type CommandResult, type Outcome } from "./run-command.js";
+import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "./run-command.js";
 import type { ProcessNamespace } from "./process-namespace.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
 
@@ -46,6 +46,8 @@ export interface RunContext {
   commandPrefix: readonly string[];
   /** --exec-in-process: a prefix found anew for each run (the target process may have restarted). */
   namespace?: Pick<ProcessNamespace, "prefix" | "describe" | "procfs" | "name">;
+  /** Every command this context runs, so shutdown can end them. */
+  commands?: CommandTracker;
 }
 
 export interface FactParam {
@@ -114,6 +116,7 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
             timeoutMs: spec.timeoutMs,
             maxOutputBytes: spec.maxOutputBytes,
             env: ctx.env,
+            ...(ctx.commands ? { tracker: ctx.commands } : {}),
           });
         },
       };

@@ -8,7 +8,7 @@ import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
 import { ProcessNamespace } from "./process-namespace.js";
-import type { CommandResult } from "./run-command.js";
+import { CommandTracker, type CommandResult } from "./run-command.js";
 import type { CustomSourceConfig } from "./sources-file.js";
 import { SourcesFileError } from "./sources-file-error.js";
 import { SourcesFileWatcher } from "./sources-watch.js";
@@ -169,6 +169,7 @@ export class SourceCatalog {
     const ctx: RunContext = {
       env: opts.env ?? process.env,
       commandPrefix: [...(opts.commandPrefix ?? [])],
+      commands: new CommandTracker(),
       ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
     };
     const defs = await buildDefs(opts, d, ctx);
@@ -188,9 +189,11 @@ export class SourceCatalog {
     await this.watcher.start();
   }
 
-  stop(): void {
+  /** Stops watching and ends the commands still running; resolves once they are reaped. */
+  async stop(): Promise<void> {
     this.watcher?.stop();
     this.watcher = null;
+    await this.ctx.commands?.stop();
   }
 
   /** Called after the set of sources or its problems changed. */

@@ -18,6 +18,8 @@ export interface CommandSpec {
   /** Cap per stream (stdout and stderr separately). */
   maxOutputBytes: number;
   env: NodeJS.ProcessEnv;
+  /** Lets the owner end every command still running (at shutdown) and refuse new ones. */
+  tracker?: CommandTracker;
 }
 
 export interface CommandResult {
@@ -85,6 +87,33 @@ function killGroup(child: ChildProcess): void {
   }
 }
 
+/**
+ * The commands one catalog has running. At shutdown they are killed and
+ * waited for, so nothing they write (a fake tool's log in the --demo
+ * directory, say) outlives the gateway; a round still in progress then gets
+ * a refusal instead of starting another command.
+ */
+export class CommandTracker {
+  private readonly running = new Map<ChildProcess, Promise<unknown>>();
+  private closed = false;
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  track(child: ChildProcess, done: Promise<unknown>): void {
+    this.running.set(child, done);
+    void done.then(() => this.running.delete(child));
+  }
+
+  /** Kills every running command's group; resolves once each has been reaped (bounded by the pipe grace). */
+  async stop(): Promise<void> {
+    this.closed = true;
+    for (const child of this.running.keys()) killGroup(child);
+    await Promise.all(this.running.values());
+  }
+}
+
 function failure(error: string): CommandResult {
   return { ok: false, exitCode: null, stdout: "", stderr: "", error, truncated: false, outcome: "error" };
 }
@@ -93,6 +122,7 @@ function failure(error: string): CommandResult {
 export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
   const [program, ...args] = spec.argv;
   if (program === undefined) return failure("EINVAL: empty argv");
+  if (spec.tracker?.isClosed) return failure(`ECANCELED: ${spec.label} not run: the gateway is stopping`);
   const resolved = await resolveProgram(program, spec.env.PATH);
   if (!resolved.ok) return failure(resolved.error);
 
@@ -111,7 +141,7 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
     return failure(describeSpawnError(err, program));
   }
 
-  return new Promise<CommandResult>((resolve) => {
+  const result = new Promise<CommandResult>((resolve) => {
     let settled = false;
     let timedOut = false;
     let exited = false;
@@ -185,6 +215,8 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
     });
     child.on("close", () => finish());
   });
+  spec.tracker?.track(child, result);
+  return result;
 }
 
 function describeSpawnError(err: unknown, program: string): string {
