@@ -19,7 +19,7 @@ export function renderPrometheusRule(rulesText) {
   const rule = {
     apiVersion: "monitoring.coreos.com/v1",
     kind: "PrometheusRule",
-    metadata: { name: "probegate", labels: { "app.kubernetes.io/name": "probegate" } },
+    metadata: { name: "probegate", namespace: "probegate", labels: { "app.kubernetes.io/name": "probegate" } },
     spec: { groups },
   };
   return (

@@ -215,7 +215,12 @@ export class CheckEngine implements ReadinessProvider {
       quarantined.set(name, Math.max(quarantined.get(name) ?? 0, this.runtime.isQuarantined(p) ? 1 : 0));
     }
     m.pluginQuarantined.reset();
-    for (const [plugin, on] of quarantined) m.pluginQuarantined.set({ plugin }, on);
+    for (const [plugin, on] of quarantined) {
+      m.pluginQuarantined.set({ plugin }, on);
+      // The counters start at 0 too, so increase() sees a plugin's first quarantine.
+      m.pluginQuarantines.inc({ plugin }, 0);
+      m.pluginQuarantineRetries.inc({ plugin }, 0);
+    }
     m.refusedPlugin.reset();
     for (const r of set.refusals) m.refusedPlugin.set({ file: r.file, reason: r.reason }, 1);
   }
