@@ -6,7 +6,7 @@
 // real (the demo node, gateway mode before a fake CSI driver, Node reporting
 // against a fake API server).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -87,6 +87,13 @@ describe.skipIf(!PROMTOOL)("alerting rules under promtool", () => {
 });
 
 describe("every alert", () => {
+  it("the runbook's relative links point at files in the tree", () => {
+    const dir = path.join(DEPLOY, "monitoring");
+    const links = [...readFileSync(path.join(dir, "README.md"), "utf8").matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g)].map((m) => m[1]!);
+    expect(links.length).toBeGreaterThan(5);
+    for (const l of links) expect(existsSync(path.join(dir, l)), l).toBe(true);
+  });
+
   it("has a severity, a `for:`, a summary, a description naming the node, and a runbook section that exists", () => {
     const runbook = readFileSync(path.join(DEPLOY, "monitoring/README.md"), "utf8");
     const anchors = new Set([...runbook.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]!.toLowerCase().replace(/[^a-z0-9 -]/g, "").replace(/ /g, "-")));
