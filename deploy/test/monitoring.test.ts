@@ -220,6 +220,7 @@ const TARGET_LABELS = new Set(["job", "instance", "namespace", "pod", "container
 interface Scrape {
   samples: Map<string, Array<Record<string, string>>>;
   types: Set<string>;
+  text: string;
 }
 function parseScrape(text: string): Scrape {
   const samples = new Map<string, Array<Record<string, string>>>();
@@ -236,7 +237,7 @@ function parseScrape(text: string): Scrape {
     const labels = Object.fromEntries([...(m[2] ?? "").matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]));
     samples.set(m[1]!, [...(samples.get(m[1]!) ?? []), labels]);
   }
-  return { samples, types };
+  return { samples, types, text };
 }
 
 const panelExprs: string[] = dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr as string));
@@ -343,6 +344,8 @@ describe.skipIf(!BUILT)("metrics the rules and the dashboard name, scraped from 
     expect(scrapes.gateway.samples.get("probegate_upstream_driver_name_match")).toEqual([
       { upstream_name: "other.csi.example.com", driver_name: "lustre.csi.example.com" },
     ]);
+    // 0: the driver's name differs from --driver-name (what ProbegateUpstreamDriverNameMismatch looks for).
+    expect(scrapes.gateway.text).toMatch(/^probegate_upstream_driver_name_match\{[^}]*\} 0$/m);
     expect(scrapes.gateway.samples.get("probegate_upstream_gated_total")).toEqual([{ method: expect.stringContaining("NodeStageVolume") }]);
     expect(scrapes.demo.samples.get("probegate_edge_rejected_total")!.map((l) => l.reason)).toEqual(expect.arrayContaining(["inflight", "idle_timeout", "connections"]));
     expect(scrapes.demo.samples.get("probegate_check_status")!.every((l) => l.severity === "required")).toBe(true);
