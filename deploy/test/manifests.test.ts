@@ -9,11 +9,11 @@ import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } f
 import { spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { listedPluginFiles, listedPlugins, render, renderDeploy, renderEdited, renderer, type K8sObject, type Rendered } from "./lib/render.js";
-import { unknownFields } from "./lib/strict.js";
+import { modelsPackage, unknownFields } from "./lib/strict.js";
 import { containersOf, expand, flagsOf, isProbegate, pods } from "./lib/workloads.js";
 
 async function validateModel(obj: K8sObject): Promise<void> {
-  const mod = await import(`kubernetes-models/${obj.apiVersion}`);
+  const mod = await import(`${modelsPackage(obj.apiVersion)}/${obj.apiVersion}`);
   const Model = mod[obj.kind];
   if (!Model) throw new Error(`${obj.apiVersion} ${obj.kind}: no kubernetes-models class`);
   // kustomize wraps binaryData's base64 at 70 columns. The apiserver's decoder

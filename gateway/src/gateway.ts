@@ -17,7 +17,7 @@ import { startCsiListener, startHttpListener, type RunningListener } from "./tra
 import { Admission, type CallClass } from "./transport/admission.js";
 import { BadClientLog } from "./transport/bad-client-log.js";
 import type { Edge } from "./transport/edge.js";
-import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "./transport/edge-limits.js";
+import { DEFAULT_EDGE_LIMITS, EDGE_REJECTIONS, type EdgeLimits } from "./transport/edge-limits.js";
 import { requestPath } from "./transport/request-path.js";
 import { SELF_ANSWERED_MAX_BYTES } from "./services/limits.js";
 import type { StreamRoute } from "./transport/stream-route.js";
@@ -70,6 +70,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   const readMaxBytes = Math.min(cfg.readMaxBytes ?? 4 * 1024 * 1024, SELF_ANSWERED_MAX_BYTES);
   const limits: EdgeLimits = { ...DEFAULT_EDGE_LIMITS, ...cfg.limits };
   const badClients = new BadClientLog(cfg.logger);
+  for (const reason of EDGE_REJECTIONS) cfg.metrics.edgeRejected.inc({ reason }, 0);
   const edge: Edge = {
     limits,
     admission: new Admission(limits.maxInflight, limits.maxWatches),

@@ -60,6 +60,11 @@ async function newDir() {
 
 const cond = (s: HealthSnapshot, name: string) => s.conditions.find((c) => c.name === name);
 
+/** probegate_plugin_quarantined{plugin} as the registry holds it (undefined: no series). */
+async function quarantinedGauge(metrics: Metrics, plugin: string): Promise<number | undefined> {
+  return (await metrics.registry.getSingleMetric("probegate_plugin_quarantined")!.get()).values.find((v) => v.labels.plugin === plugin)?.value;
+}
+
 describe("plugin directory", () => {
   it("refuses each hostile file with its reason, runs faulting ones as failed checks, and leaves the good plugin alone", async () => {
     const dir = await newDir();
@@ -97,6 +102,11 @@ describe("plugin directory", () => {
     expect(cond(s, "bigout")!.reason).toMatch(/PluginMemoryLimit|PluginOutputTooLarge/);
     const refusalsMetric = await metrics.registry.getSingleMetric("probegate_plugins_refused")!.get();
     expect(refusalsMetric.values[0]!.value).toBe(7);
+    // One series per refused file, with its reason, for the alert that names it.
+    const perFile = await metrics.registry.getSingleMetric("probegate_plugin_refused")!.get();
+    expect(Object.fromEntries(perFile.values.map((v) => [v.labels.file, [v.labels.reason, v.value]]))).toEqual(
+      Object.fromEntries(Object.entries(refused).map(([f, r]) => [f, [r, 1]])),
+    );
   });
 
   it("picks up added, replaced and removed files", async () => {
@@ -205,6 +215,7 @@ describe("quarantine", () => {
     expect(engine.plugins()[0]!.quarantined).toBe(true);
     const q = await metrics.registry.getSingleMetric("probegate_plugin_quarantines_total")!.get();
     expect(q.values.find((v) => v.labels.plugin === "flaky")!.value).toBe(1);
+    expect(await quarantinedGauge(metrics, "flaky")).toBe(1);
 
     // The cause goes away, but a quarantined plugin is not run again...
     catalog.outputs.set("t.a", "fine");
@@ -215,6 +226,9 @@ describe("quarantine", () => {
     await writeFile(join(dir, "flaky.wasm"), bin.good!);
     await waitFor(() => cond(engine.snapshot(), "good")?.status === "pass", "replacement runs");
     expect(cond(engine.snapshot(), "flaky")).toBeUndefined();
+    // The file now carries the plugin "good": "flaky"'s series is gone, "good"'s is 0.
+    expect(await quarantinedGauge(metrics, "flaky")).toBeUndefined();
+    expect(await quarantinedGauge(metrics, "good")).toBe(0);
   });
 
   it("retries a quarantined plugin after a backoff that doubles per failed retry up to the cap, and one good verdict ends it", async () => {
@@ -254,6 +268,7 @@ describe("quarantine", () => {
       return cond(engine.snapshot(), "flaky")?.status === "pass";
     }, "released by a good verdict", 20_000);
     expect((await metrics.registry.getSingleMetric("probegate_plugins_quarantined")!.get()).values[0]!.value).toBe(0);
+    expect(await quarantinedGauge(metrics, "flaky")).toBe(0);
     expect(engine.plugins()[0]!.quarantined).toBe(false);
   });
 

@@ -11,6 +11,11 @@ const require = createRequire(import.meta.url);
 const MODELS_ROOT = path.dirname(require.resolve("kubernetes-models/package.json"));
 const NODE_MODULES = path.resolve(MODELS_ROOT, "..");
 
+/** The kubernetes-models package with an API group's classes: the Prometheus Operator's CRDs have their own. */
+export function modelsPackage(apiVersion: string): string {
+  return apiVersion.startsWith("monitoring.coreos.com/") ? "@kubernetes-models/prometheus-operator" : "kubernetes-models";
+}
+
 interface Shape {
   props: Map<string, string>; // property -> type text
   imports: Map<string, string>; // interface name -> .d.ts file
@@ -60,7 +65,8 @@ function check(value: unknown, file: string, where: string, out: string[]): void
 
 /** Returns one message per unknown field in a Kubernetes object (empty = none). */
 export function unknownFields(obj: { apiVersion: string; kind: string }): string[] {
-  const file = path.join(MODELS_ROOT, obj.apiVersion, `${obj.kind}.d.ts`);
+  const root = path.dirname(require.resolve(`${modelsPackage(obj.apiVersion)}/package.json`));
+  const file = path.join(root, obj.apiVersion, `${obj.kind}.d.ts`);
   const out: string[] = [];
   check(obj, file, obj.kind, out);
   return out;

@@ -105,7 +105,10 @@ export class CheckEngine implements ReadinessProvider {
       },
       onQuarantined: (p) => m.pluginQuarantines.inc({ plugin: p.manifest.name }),
       onQuarantineRetry: (p) => m.pluginQuarantineRetries.inc({ plugin: p.manifest.name }),
-      onQuarantineCount: (n) => m.pluginsQuarantined.set(n),
+      onQuarantineCount: (n) => {
+        m.pluginsQuarantined.set(n);
+        this.syncPluginGauges();
+      },
     });
     this.rounds = new SingleFlight(
       () => this.evaluate(),
@@ -192,8 +195,34 @@ export class CheckEngine implements ReadinessProvider {
     }
     this.opts.metrics.pluginsLoaded.set(set.plugins.length);
     this.opts.metrics.refusedPlugins.set(set.refusals.length);
+    this.syncPluginGauges();
     this.publish();
     void this.refresh();
+  }
+
+  /**
+   * The per-plugin gauges follow the current set: one quarantine series per
+   * loaded plugin (0 or 1), one refusal series per refused file. Reset and
+   * refilled in one synchronous step, so no scrape sees them half done.
+   */
+  private syncPluginGauges(): void {
+    const m = this.opts.metrics;
+    const set = this.runtime.current();
+    // Two keys may briefly share a name while a file is replaced: either one quarantined counts.
+    const quarantined = new Map<string, number>();
+    for (const p of set.plugins) {
+      const name = p.manifest.name;
+      quarantined.set(name, Math.max(quarantined.get(name) ?? 0, this.runtime.isQuarantined(p) ? 1 : 0));
+    }
+    m.pluginQuarantined.reset();
+    for (const [plugin, on] of quarantined) {
+      m.pluginQuarantined.set({ plugin }, on);
+      // The counters start at 0 too, so increase() sees a plugin's first quarantine.
+      m.pluginQuarantines.inc({ plugin }, 0);
+      m.pluginQuarantineRetries.inc({ plugin }, 0);
+    }
+    m.refusedPlugin.reset();
+    for (const r of set.refusals) m.refusedPlugin.set({ file: r.file, reason: r.reason }, 1);
   }
 
   private async evaluate(): Promise<void> {
@@ -266,7 +295,8 @@ export class CheckEngine implements ReadinessProvider {
         m.checkRuns.inc({ check: name, status, reason });
         m.checkDuration.observe({ check: name }, outcome.durationMs / 1000);
       }
-      for (const s of STATUSES) m.checkStatus.set({ check: name, probe: p.manifest.probe, status: s }, s === status ? 1 : 0);
+      const { probe, severity } = p.manifest;
+      for (const s of STATUSES) m.checkStatus.set({ check: name, probe, severity, status: s }, s === status ? 1 : 0);
     }
     this.firstRoundDone = true;
     this.publish();
@@ -276,7 +306,8 @@ export class CheckEngine implements ReadinessProvider {
     const t = this.conditions.get(name);
     if (!t) return;
     this.conditions.delete(name);
-    for (const s of STATUSES) this.opts.metrics.checkStatus.remove({ check: name, probe: t.condition.probe, status: s });
+    const { probe, severity } = t.condition;
+    for (const s of STATUSES) this.opts.metrics.checkStatus.remove({ check: name, probe, severity, status: s });
     this.log.info({ check: name }, "check removed");
   }
 

@@ -25,10 +25,11 @@ export class Metrics {
     help: "1 when no liveness check fails.",
     registers: [this.registry],
   });
+  /** severity: required | advisory (an advisory check never fails the verdict). */
   readonly checkStatus = new Gauge({
     name: "probegate_check_status",
     help: "1 for each check's current status (pass, warn, fail), 0 otherwise.",
-    labelNames: ["check", "probe", "status"] as const,
+    labelNames: ["check", "probe", "severity", "status"] as const,
     registers: [this.registry],
   });
   readonly checkDuration = new Histogram({
@@ -93,6 +94,13 @@ export class Metrics {
     help: "Plugins currently quarantined after repeated faults (retried with backoff).",
     registers: [this.registry],
   });
+  /** One series per loaded plugin, so an alert can name the plugin that stays quarantined. */
+  readonly pluginQuarantined = new Gauge({
+    name: "probegate_plugin_quarantined",
+    help: "1 while this plugin is quarantined after repeated faults, 0 otherwise.",
+    labelNames: ["plugin"] as const,
+    registers: [this.registry],
+  });
   readonly pluginQuarantineRetries = new Counter({
     name: "probegate_plugin_quarantine_retries_total",
     help: "Calls into quarantined plugins after their backoff; one success ends the quarantine.",
@@ -107,6 +115,20 @@ export class Metrics {
   readonly refusedPlugins = new Gauge({
     name: "probegate_plugins_refused",
     help: "Plugin files currently refused.",
+    registers: [this.registry],
+  });
+  /** One series per refused file while it stays refused, so an alert can name it. */
+  readonly refusedPlugin = new Gauge({
+    name: "probegate_plugin_refused",
+    help: "1 for each plugin file currently refused, with the refusal's reason code.",
+    labelNames: ["file", "reason"] as const,
+    registers: [this.registry],
+  });
+  /** Set once at start; the labels say what runs where (fleet upgrades, Node 20 vs 24, plugin ABI). */
+  readonly buildInfo = new Gauge({
+    name: "probegate_build_info",
+    help: "Always 1; the labels carry probegate's version, the Node.js version and the plugin ABI it speaks.",
+    labelNames: ["version", "node_version", "abi"] as const,
     registers: [this.registry],
   });
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginManifest } from "./types.js";
+import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABI, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginManifest } from "./types.js";
 
 // Per plugins/ABI.md, version 1. Unknown extra keys are ignored (zod strips them).
 
@@ -26,7 +26,7 @@ const configKeyDecl = z
   });
 
 const manifestV1 = z.object({
-  abi: z.literal(1),
+  abi: z.literal(PLUGIN_ABI),
   name: z.string().regex(NAME, "must match ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"),
   version: z.string().regex(SEMVERISH, "must look like a semantic version (1.2.3)"),
   description: z.string().max(MESSAGE_MAX).default(""),
@@ -130,8 +130,8 @@ export function parseManifest(text: string): ManifestResult {
     return { ok: false, reason: "BadManifest", message: "manifest() must return a JSON object" };
   }
   const abi = (raw as { abi?: unknown }).abi;
-  if (abi !== 1) {
-    return { ok: false, reason: "UnsupportedAbi", message: `manifest abi ${JSON.stringify(abi) ?? "(missing)"} is not supported; this gateway speaks abi 1` };
+  if (abi !== PLUGIN_ABI) {
+    return { ok: false, reason: "UnsupportedAbi", message: `manifest abi ${JSON.stringify(abi) ?? "(missing)"} is not supported; this gateway speaks abi ${PLUGIN_ABI}` };
   }
   const r = manifestV1.safeParse(raw);
   if (!r.success) return { ok: false, reason: "BadManifest", message: `invalid manifest: ${describeIssues(r.error)}` };

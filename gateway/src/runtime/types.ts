@@ -46,8 +46,11 @@ export type ConfigDecl = Record<string, ConfigKeyDecl>;
 export type ProbeKind = "readiness" | "liveness" | "volume";
 export type Mode = "node" | "controller";
 
+/** The plugin ABI this gateway speaks (plugins/ABI.md); manifests must declare it. */
+export const PLUGIN_ABI = 1;
+
 export interface PluginManifest {
-  abi: 1;
+  abi: typeof PLUGIN_ABI;
   name: string;
   version: string;
   description: string;

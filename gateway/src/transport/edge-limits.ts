@@ -39,16 +39,22 @@ export const GOAWAY_GRACE_MS = 2_000;
 /** HTTP/1.1 requests a connection may pipeline ahead of the one being served. */
 export const MAX_PIPELINED = 16;
 
-/** Values of probegate_edge_rejected_total{reason}. */
-export type EdgeRejection =
-  | "connections"
-  | "inflight"
-  | "watches"
-  | "request_too_large"
-  | "header_timeout"
-  | "request_timeout"
-  | "idle_timeout"
-  | "goaway_grace"
-  | "pipeline_depth"
-  | "bad_authority"
-  | "session_error";
+/**
+ * Values of probegate_edge_rejected_total{reason}. A list, not only a type, so
+ * each series can start at 0: increase() and rate() then see a pod's first
+ * rejection, and a dashboard shows the edge before anything was refused.
+ */
+export const EDGE_REJECTIONS = [
+  "connections",
+  "inflight",
+  "watches",
+  "request_too_large",
+  "header_timeout",
+  "request_timeout",
+  "idle_timeout",
+  "goaway_grace",
+  "pipeline_depth",
+  "bad_authority",
+  "session_error",
+] as const;
+export type EdgeRejection = (typeof EDGE_REJECTIONS)[number];

@@ -64,6 +64,8 @@ export class IdentityWatch {
         if (!problem && name === "") problem = "GetPluginInfo returned an empty name";
         if (!problem) {
           status.setUpstreamName(name);
+          // A label, so bounded: CSI caps the name at 63 characters; a driver that ignores that is cut.
+          metrics.nameMatch.set({ upstream_name: name.slice(0, 128), driver_name: status.configuredDriverName }, status.nameMismatch ? 0 : 1);
           if (status.nameMismatch) {
             metrics.nameMismatches.inc();
             logger.warn(

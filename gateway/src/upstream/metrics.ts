@@ -11,6 +11,7 @@ export class UpstreamMetrics {
   readonly connected: Gauge;
   readonly volumeConditions: Counter<"result">;
   readonly nameMismatches: Counter;
+  readonly nameMatch: Gauge<"upstream_name" | "driver_name">;
 
   private constructor(m: Metrics) {
     const registers = [m.registry];
@@ -59,6 +60,14 @@ export class UpstreamMetrics {
     this.nameMismatches = new Counter({
       name: "probegate_upstream_driver_name_mismatch_total",
       help: "Times the upstream driver's GetPluginInfo name differed from --driver-name.",
+      registers,
+    });
+    // A state, not only the counter above: the name is asked once per start, so
+    // an increase() over a window would forget a mismatch that is still there.
+    this.nameMatch = new Gauge({
+      name: "probegate_upstream_driver_name_match",
+      help: "Once the upstream driver has answered GetPluginInfo: 1 if its name (upstream_name) equals --driver-name (driver_name), 0 if not.",
+      labelNames: ["upstream_name", "driver_name"] as const,
       registers,
     });
   }

@@ -316,8 +316,10 @@ export class SourceCatalog {
     if (m) {
       m.sourceExecutions.inc({ source: def.name, result: produced.outcome });
       m.sourceDuration.observe({ source: def.name }, seconds);
-      if (produced.outcome === "timeout") m.sourceTimeouts.inc({ source: def.name });
-      if (!produced.ok) m.sourceErrors.inc({ source: def.name });
+      // Adding 0 starts each source's series at its first run, so increase()
+      // sees the first timeout or error and a dashboard shows the source at 0.
+      m.sourceTimeouts.inc({ source: def.name }, produced.outcome === "timeout" ? 1 : 0);
+      m.sourceErrors.inc({ source: def.name }, produced.ok ? 0 : 1);
     }
     // Sizes only: outputs can be large and are the plugins' business.
     this.logger.debug(
