@@ -22,7 +22,7 @@ export const MODPROBE_FILE_CAP = 64 * 1024;
 export function optionDirectives(text: string, module: string): string[] {
   const want = module.replace(/-/g, "_");
   const out: string[] = [];
-  for (const line of text.replace(/\\\r?\n/g, " ").split(/\r?\n/)) {
+  for (const line of text.replace(/[ \t]*\\\r?\n[ \t]*/g, " ").split(/\r?\n/)) {
     const trimmed = line.trim();
     if (trimmed.length === 0 || trimmed.startsWith("#")) continue;
     const m = /^options\s+(\S+)\s+(.*)$/.exec(trimmed);
