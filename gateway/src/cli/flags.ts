@@ -64,7 +64,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Checks", name: "path.modules", type: "string", arg: "DIR", default: "/lib/modules",
     help: "The host's kernel modules tree: checks configured with lnetConfiguredAt: mount look for the Lustre modules in DIR/<running kernel>/modules.dep." },
   { group: "Checks", name: "path.modprobe", type: "string", arg: "DIR", default: "/etc/modprobe.d",
-    help: "The host's modprobe configuration: checks configured with lnetConfiguredAt: mount read the `options lnet` lines of its *.conf files." },
+    help: "The host's modprobe configuration: checks configured with lnetConfiguredAt: mount read the options lnet lines of its *.conf files." },
   { group: "Checks", name: "sources", type: "string", arg: "FILE",
     help: "YAML list of extra sources plugins may read: commands (name, argv, timeout, ttl) or read-only files (name, sysfs: GLOB or procfs: GLOB). Watched: a valid edit applies within seconds, a bad one keeps the last good set. No shell is ever used." },
   { group: "Checks", name: "command-prefix", type: "string", arg: "\"PROG ARGS...\"",
