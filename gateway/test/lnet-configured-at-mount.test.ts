@@ -54,7 +54,8 @@ function mountConfigDir(): string {
   return dir;
 }
 
-async function gatewayOn(spec: FakeLnetSpec) {
+/** A gateway on a fake node; `env` replaces the node's (e.g. a PATH without some tool). */
+async function gatewayOn(spec: FakeLnetSpec, env?: (node: FakeLnet) => NodeJS.ProcessEnv) {
   const node = fakeLnet(spec);
   nodes.push(node);
   const gw = await startGatewayProcess(
@@ -67,7 +68,7 @@ async function gatewayOn(spec: FakeLnetSpec) {
       `--plugins-dir=${BUNDLED}`,
       `--plugins-dir=${mountConfigDir()}`,
     ],
-    { env: node.env },
+    { env: env ? env(node) : node.env },
   );
   running.push(gw);
   return { node, gw };
@@ -153,21 +154,7 @@ describe("lnetConfiguredAt: mount through a running gateway", () => {
     const bin = tempDir();
     dirs.push(bin);
     for (const tool of ["lnetctl", "lctl"]) fs.symlinkSync(path.join(ROOT, "gateway", "demo", "bin", tool), path.join(bin, tool));
-    const node = fakeLnet(FRESH);
-    nodes.push(node);
-    const gw2 = await startGatewayProcess(
-      [
-        `--path.procfs=${node.procfs}`,
-        `--path.sysfs=${node.sysfs}`,
-        `--path.modules=${node.modules}`,
-        `--path.modprobe=${node.modprobe}`,
-        "--check-interval=500ms",
-        `--plugins-dir=${BUNDLED}`,
-        `--plugins-dir=${mountConfigDir()}`,
-      ],
-      { env: { ...node.env, PATH: bin } },
-    );
-    running.push(gw2);
+    const { gw: gw2 } = await gatewayOn(FRESH, (node) => ({ ...node.env, PATH: bin }));
     const r2 = await untilReadyz(gw2, (x) => evaluated(x) && x.status === 503, "not ready without mount.lustre");
     expect(r2.text).toMatch(/\[-\]lnet-nids failed: ToolsMissing: LNet not yet configured .*mount\.lustre \(ENOENT: mount\.lustre not found on PATH\)/);
   });

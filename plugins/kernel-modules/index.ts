@@ -6,7 +6,7 @@
 //                             running kernel: the mount loads them
 import {
   Manifest, Result, CheckInput, LnetPhase, checkSourcePhased, phasedManifest, humanList, Opened, parseError,
-  sourceFailed, textProblem, LineFields, lineEnd,
+  sourceFailed, textProblem, hasModule, LineFields, lineEnd,
 } from "../sdk";
 
 const SOURCE = "proc.modules";
@@ -46,21 +46,11 @@ function beforeConfigured(input: CheckInput, phase: LnetPhase): Result {
   }
   const problem = textProblem(dep.stdout);
   if (problem.length > 0) return parseError(dep, "output " + problem);
-  const text = dep.stdout;
-  const found = new Array<bool>(required.length);
-  const f = new LineFields();
-  let start = 0;
-  while (start < text.length) {
-    const nl = lineEnd(text, start);
-    f.reset(text, start, nl);
-    start = nl + 1;
-    // modules.dep names files: the kernel's `-` and `_` are the same module.
-    for (let r = 0; r < required.length; r++) {
-      if (!unchecked(found[r]) && f.is(0, unchecked(required[r]).replaceAll("-", "_"))) unchecked((found[r] = true));
-    }
-  }
+  // modules.dep names files: the kernel's `-` and `_` are the same module.
   const missing = new Array<string>();
-  for (let r = 0; r < required.length; r++) if (!found[r]) missing.push(required[r]);
+  for (let r = 0; r < required.length; r++) {
+    if (!hasModule(dep.stdout, required[r].replaceAll("-", "_"))) missing.push(required[r]);
+  }
   if (missing.length > 0) {
     return Result.fail("ModulesNotInstalled", phase.label() + ": kernel module(s) " + humanList(missing) + " not installed for " + kernel + " (not in its modules.dep)");
   }

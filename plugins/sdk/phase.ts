@@ -79,7 +79,7 @@ export function lnetPhase(input: CheckInput): LnetPhase {
   return p;
 }
 
-/** A `/proc/modules` line whose first field is exactly `name`. */
+/** A line whose first field is exactly `name` (`/proc/modules`, `kernel.modules_dep`). */
 export function hasModule(text: string, name: string): bool {
   const f = new LineFields();
   let start = 0;
