@@ -8,8 +8,7 @@
 //                    (modules installed, tools present, option-named
 //                    interfaces up); once it is, the full checks apply.
 import { CheckInput, Manifest, Opened, Result, Source, openInput, respond } from "./abi";
-import { isValidIfName } from "./lnet";
-import { findLnetErrorIn } from "./lnet";
+import { findLnetErrorIn, isValidIfName } from "./lnet";
 import { clip, firstLine, isSpace, lineEnd, LineFields, oneLine, UniqueList } from "./strings";
 import { parseYaml } from "./yaml";
 
