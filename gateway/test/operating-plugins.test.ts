@@ -138,7 +138,7 @@ describe("per-plugin configuration", () => {
 
     fs.writeFileSync(file, "optionalNets: [tcp]\nminUpPerNett: 1\n");
     const bad = await until(gw, (t) => t.includes("ConfigInvalid"), "the typo refused");
-    expect(bad).toContain(`[!]${conf}/lnet-nets.yaml refused: ConfigInvalid: ${file}:2: unknown key "minUpPerNett" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids)`);
+    expect(bad).toContain(`[!]${conf}/lnet-nets.yaml refused: ConfigInvalid: ${file}:2: unknown key "minUpPerNett" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids, lnetConfiguredAt)`);
     // The last good configuration stays in force.
     expect(bad).toContain("[+]lnet-nets warn: NiDegraded");
     json = await readyzJson(gw);
@@ -165,20 +165,22 @@ describe("per-plugin configuration", () => {
 
   it("a configuration for a plugin that declares none, or for no loaded plugin, is refused by name", async () => {
     const conf = tempDir("probegate-conf-");
-    fs.writeFileSync(path.join(conf, "lnet-nids.yaml"), "anything: 1\n");
+    // The bundled checks all declare keys now (lnetConfiguredAt); this one declares none.
+    fs.writeFileSync(path.join(conf, "site-echo.wasm"), await compileEcho({ name: "site-echo", modes: ["node"] }));
+    fs.writeFileSync(path.join(conf, "site-echo.yaml"), "anything: 1\n");
     fs.writeFileSync(path.join(conf, "lnet-net.json"), '{"optionalNets": ["tcp"]}');
     const { gw } = await gatewayOn({ base: "healthy" }, [`--plugins-dir=${BUNDLED}`, `--plugins-dir=${conf}`]);
-    const t = await until(gw, (x) => x.includes("lnet-net.json refused") && x.includes("lnet-nids.yaml refused") && x.includes("]lnet-nids "), "both refused");
-    expect(t).toMatch(/lnet-nids\.yaml refused: ConfigInvalid: .*plugin lnet-nids declares no configuration keys/);
+    const t = await until(gw, (x) => x.includes("lnet-net.json refused") && x.includes("site-echo.yaml refused") && x.includes("]site-echo "), "both refused");
+    expect(t).toMatch(/site-echo\.yaml refused: ConfigInvalid: .*plugin site-echo declares no configuration keys/);
     expect(t).toMatch(/lnet-net\.json refused: ConfigInvalid: .*no plugin named lnet-net is loaded/);
-    expect(t).toContain("[-]lnet-nids failed: ConfigInvalid");
+    expect(t).toContain("[-]site-echo failed: ConfigInvalid");
 
     // Once it has run with a valid (here: no) configuration, a stray file no longer stops it.
-    fs.unlinkSync(path.join(conf, "lnet-nids.yaml"));
-    await until(gw, (x) => x.includes("[+]lnet-nids ok") && !x.includes("lnet-nids.yaml refused"), "lnet-nids runs again");
-    fs.writeFileSync(path.join(conf, "lnet-nids.yaml"), "anything: 2\n");
-    const later = await until(gw, (x) => x.includes("lnet-nids.yaml refused"), "refused again");
-    expect(later).toContain("[+]lnet-nids ok");
+    fs.unlinkSync(path.join(conf, "site-echo.yaml"));
+    await until(gw, (x) => x.includes("[+]site-echo ok") && !x.includes("site-echo.yaml refused"), "site-echo runs again");
+    fs.writeFileSync(path.join(conf, "site-echo.yaml"), "anything: 2\n");
+    const later = await until(gw, (x) => x.includes("site-echo.yaml refused"), "refused again");
+    expect(later).toContain("[+]site-echo ok");
   });
 });
 

@@ -114,7 +114,7 @@ describe("fixture files", () => {
     const r = await run(NETS, "--fixtures", d);
     expect(r.stdout).toMatch(/^ok +optional tcp — warn NiDegraded$/m);
     expect(r.stdout).toMatch(/^ok +one NI down — fail NiDown$/m);
-    expect(r.stdout).toContain(`${join(`case-${seq}`, "typo.yaml")}:2: ConfigInvalid: config: unknown key "optionalNet" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids)`);
+    expect(r.stdout).toContain(`${join(`case-${seq}`, "typo.yaml")}:2: ConfigInvalid: config: unknown key "optionalNet" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids, lnetConfiguredAt)`);
     expect(r.code).toBe(2);
 
     writeFileSync(join(dir.path, "lnet-nets.yaml"), "optionalNets: [tcp]\n");

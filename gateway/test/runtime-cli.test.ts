@@ -51,10 +51,10 @@ describe("plugin configuration on the command line", () => {
     expect(configured.code).toBe(0);
     expect(configured.stdout).toContain("warn: NiDegraded");
     const json = JSON.parse((await run(...base, "--config", "lnet-nets.yaml", "--json")).stdout);
-    expect(json.input.config).toEqual({ optionalNets: ["tcp"], requiredNets: [], minUpPerNet: 0, ignoreNids: [] });
+    expect(json.input.config).toEqual({ optionalNets: ["tcp"], requiredNets: [], minUpPerNet: 0, ignoreNids: [], lnetConfiguredAt: "start" });
     const bad = await run(...base, "--config", "typo.yaml");
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`ConfigInvalid: ${join(dir.path, "typo.yaml")}:2: unknown key "optionalNet" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids)`);
+    expect(bad.stderr).toContain(`ConfigInvalid: ${join(dir.path, "typo.yaml")}:2: unknown key "optionalNet" (known keys: optionalNets, requiredNets, minUpPerNet, ignoreNids, lnetConfiguredAt)`);
   });
 
   it("plugin inspect lists the declared keys and validates a configuration", async () => {

@@ -43,6 +43,10 @@ describe("built-in sources on the healthy demo node", () => {
       "proc.modules",
       "proc.mounts",
       "sys.net.operstate",
+      "kernel.release",
+      "kernel.modules_dep",
+      "modprobe.lnet_options",
+      "mount_lustre.version",
     ]);
     expect(catalog.has("lnetctl.ping")).toBe(true);
     expect(catalog.has("lnetctl.peer_show")).toBe(false);
@@ -60,6 +64,10 @@ describe("built-in sources on the healthy demo node", () => {
     });
     expect(byName["proc.modules"]).toMatchObject({ kind: "file", ttlMs: 1000, params: [] });
     expect(byName["lnetctl.net_show"]).toMatchObject({ timeoutMs: 3000, ttlMs: 2000 });
+    // For lnetConfiguredAt: mount: a presence check run once a minute, files under the configured roots.
+    expect(byName["mount_lustre.version"]).toMatchObject({ kind: "command", argv: ["mount.lustre", "-V"], timeoutMs: 3000, ttlMs: 60_000 });
+    expect(byName["kernel.modules_dep"]).toMatchObject({ kind: "file", path: "/lib/modules/{release}/modules.dep", params: [] });
+    expect(byName["modprobe.lnet_options"]).toMatchObject({ kind: "file", path: "/etc/modprobe.d/*.conf", params: [] });
   });
 
   it("runs lnetctl net show and lctl list_nids through PATH", async () => {

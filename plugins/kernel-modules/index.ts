@@ -1,20 +1,61 @@
 // Are the required kernel modules (by default `lnet` and `lustre`) loaded?
 // Reads /proc/modules. Configuration (kernel-modules.yaml):
 //   modules: [lnet, lustre, ko2iblnd]
-import { Manifest, Result, checkSource, humanList, Opened, parseError, LineFields, lineEnd } from "../sdk";
+//   lnetConfiguredAt: mount   before LNet is configured (at the first mount),
+//                             the modules need only be installed for the
+//                             running kernel: the mount loads them
+import {
+  Manifest, Result, CheckInput, LnetPhase, checkSourcePhased, phasedManifest, humanList, Opened, parseError,
+  sourceFailed, textProblem, hasModule, LineFields, lineEnd,
+} from "../sdk";
 
 const SOURCE = "proc.modules";
+const RELEASE = "kernel.release";
+const INSTALLED = "kernel.modules_dep";
 const DEFAULT_MODULES: Array<string> = ["lnet", "lustre"];
 
 export function manifest(): string {
-  return new Manifest("kernel-modules", "1.1.0", "the required kernel modules (lnet and lustre unless configured) are loaded")
-    .source(SOURCE)
-    .stringsOption("modules", DEFAULT_MODULES, "kernel modules that must be loaded and Live, e.g. [lnet, lustre, ko2iblnd]")
-    .toJson();
+  return phasedManifest(
+    new Manifest("kernel-modules", "1.2.0", "the required kernel modules (lnet and lustre unless configured) are loaded, or before LNet is configured at the first mount, installed")
+      .source(SOURCE)
+      .source(RELEASE)
+      .source(INSTALLED)
+      .stringsOption("modules", DEFAULT_MODULES, "kernel modules that must be loaded and Live, e.g. [lnet, lustre, ko2iblnd]"),
+  ).toJson();
 }
 
 export function check(input: string): string {
-  return checkSource(input, SOURCE, evaluate);
+  return checkSourcePhased(input, SOURCE, evaluate, beforeConfigured);
+}
+
+/** Before the first mount: every required module is in modules.dep of the running kernel. */
+function beforeConfigured(input: CheckInput, phase: LnetPhase): Result {
+  const required = input.configStrings("modules", DEFAULT_MODULES);
+  const rel = input.source(RELEASE);
+  const release = rel !== null && rel.ok ? rel.stdout.trim() : "";
+  const kernel = release.length > 0 ? "kernel " + release : "the running kernel";
+  const dep = input.source(INSTALLED);
+  if (dep === null) return Result.fail("SourceMissing", "source " + INSTALLED + " was not provided to the check");
+  if (!dep.ok) {
+    if (dep.error.startsWith("ENOENT")) {
+      return Result.fail("ModulesNotInstalled", phase.label() + ": no modules installed for " + kernel + ": " + dep.error);
+    }
+    const r = sourceFailed(dep);
+    r.message = phase.label() + ": " + r.message;
+    return r;
+  }
+  const problem = textProblem(dep.stdout);
+  if (problem.length > 0) return parseError(dep, "output " + problem);
+  // modules.dep names files: the kernel's `-` and `_` are the same module.
+  const missing = new Array<string>();
+  for (let r = 0; r < required.length; r++) {
+    if (!hasModule(dep.stdout, required[r].replaceAll("-", "_"))) missing.push(required[r]);
+  }
+  if (missing.length > 0) {
+    return Result.fail("ModulesNotInstalled", phase.label() + ": kernel module(s) " + humanList(missing) + " not installed for " + kernel + " (not in its modules.dep)");
+  }
+  if (required.length == 0) return Result.pass("LnetNotYetConfigured", phase.label() + ": no kernel modules are configured as required");
+  return Result.pass("LnetNotYetConfigured", phase.label() + ": kernel module(s) " + humanList(required) + " installed for " + kernel + "; the first mount loads them");
 }
 
 function evaluate(o: Opened): Result {

@@ -2,29 +2,67 @@
 // `0@lo` is always up, so it must not count towards health (the reference
 // driver's readiness script is fooled by exactly that).
 import {
-  Manifest, Result, checkSource, Value, findLnetError, humanList, isLoopbackNid, isValidIfName,
+  Manifest, Result, Value, findLnetError, humanList, isLoopbackNid, isValidIfName,
   isValidNid, Opened, parseError, parseYaml, oneLine, clip, UniqueList, textIs, joinStrings,
+  CheckInput, LnetPhase, checkSourcePhased, phasedManifest, programMissing, missingDetail, parseLnetOptions, sourceFailed,
 } from "../sdk";
 
 const SOURCE = "lnetctl.net_show";
+const OPTIONS = "modprobe.lnet_options";
 
 // Configuration (lnet-nets.yaml), all optional:
 //   optionalNets: [tcp]        NIs down on these nets give warn, not fail
 //   requiredNets: [o2ib]       fail when one of these nets has no NI
 //   minUpPerNet: 1             multi-rail: this many NIs up per net turns the rest's downs into warn (0 = all)
 //   ignoreNids: [10.0.0.9@tcp] NIs not looked at
+//   lnetConfiguredAt: mount    before LNet is configured (at the first mount):
+//                              lnetctl is present, and the interfaces the lnet
+//                              module options name become lnet.interfaces
+//                              (net-interfaces judges their state)
 export function manifest(): string {
-  return new Manifest("lnet-nets", "1.1.0", "a non-loopback LNet network is configured and all its NIs are up")
+  return phasedManifest(new Manifest("lnet-nets", "1.2.0", "a non-loopback LNet network is configured and all its NIs are up")
     .source(SOURCE)
+    .source(OPTIONS)
     .stringsOption("optionalNets", new Array<string>(), "nets (net type as lnetctl prints it, e.g. tcp, o2ib1) whose NIs being down gives warn, not fail")
     .stringsOption("requiredNets", new Array<string>(), "nets that must be configured with at least one NI; fail when one is missing")
     .intOption("minUpPerNet", 0, 0, "multi-rail: at least this many NIs up on a net makes its down NIs a warning; 0 requires all")
-    .stringsOption("ignoreNids", new Array<string>(), "NIDs not looked at (neither counted nor judged)")
+    .stringsOption("ignoreNids", new Array<string>(), "NIDs not looked at (neither counted nor judged)"))
     .toJson();
 }
 
 export function check(input: string): string {
-  return checkSource(input, SOURCE, evaluate);
+  return checkSourcePhased(input, SOURCE, evaluate, beforeConfigured);
+}
+
+/**
+ * Before the first mount: lnetctl answers (an error document is an answer),
+ * and the interfaces named by `options lnet networks=`/`ip2nets=` are handed
+ * on as lnet.interfaces, as the NIs' interfaces are once LNet is configured.
+ */
+function beforeConfigured(input: CheckInput, phase: LnetPhase): Result {
+  const ns = input.source(SOURCE);
+  if (ns === null) return Result.fail("SourceMissing", "source " + SOURCE + " was not provided to the check");
+  if (programMissing(ns)) return Result.fail("ToolsMissing", phase.label() + ": lnetctl is not installed: " + missingDetail(ns));
+  const src = input.source(OPTIONS);
+  if (src === null) return Result.fail("SourceMissing", "source " + OPTIONS + " was not provided to the check");
+  if (!src.ok) {
+    const r = sourceFailed(src);
+    r.message = phase.label() + ": " + r.message;
+    return r;
+  }
+  const opts = parseLnetOptions(src.stdout);
+  if (opts.error.length > 0) return Result.fail("LnetOptionsInvalid", phase.label() + ": lnet module options: " + opts.error);
+  if (opts.invalid.length > 0) {
+    return Result.fail("LnetOptionsInvalid", phase.label() + ": lnet module options name invalid interface(s) " + humanList(opts.invalid.items, 3) + " (" + clip(opts.where, 200) + ")");
+  }
+  if (opts.interfaces.length == 0) {
+    const why = opts.param.length > 0 ? "the lnet module options (" + clip(opts.where, 200) + ") name no interface" : "no `options lnet networks=` or `ip2nets=` in modprobe.d";
+    return Result.pass("LnetNotYetConfigured", phase.label() + ": lnetctl present; " + why + ", so LNet picks an interface at the first mount");
+  }
+  return Result.pass(
+    "LnetNotYetConfigured",
+    phase.label() + ": lnetctl present; interface(s) " + humanList(opts.interfaces.items) + " named by the lnet module options (" + clip(opts.where, 200) + ")",
+  ).fact("lnet.interfaces", joinStrings(opts.interfaces.items, ","));
 }
 
 /** Per-net tally of non-loopback NIs. */

@@ -1,17 +1,38 @@
 // Does LNet have at least one valid non-loopback NID? Publishes the first one
 // as `lnet.selfNid` for the self-ping check.
-import { Manifest, Result, checkSource, humanList, Opened, parseError, nidKind, NID_INVALID, NID_LOOPBACK, clip, oneLine, lineEnd, isSpace } from "../sdk";
+// lnetConfiguredAt: mount (lnet-nids.yaml): before LNet is configured (at the
+// first mount) there is no NID yet; the check then asks that the client
+// tools the mount needs, lctl and mount.lustre, are present.
+import {
+  Manifest, Result, humanList, Opened, parseError, nidKind, NID_INVALID, NID_LOOPBACK, clip, oneLine, lineEnd, isSpace,
+  CheckInput, LnetPhase, checkSourcePhased, phasedManifest, programMissing, missingDetail,
+} from "../sdk";
 
 const SOURCE = "lctl.list_nids";
+const MOUNT_TOOL = "mount_lustre.version";
 
 export function manifest(): string {
-  return new Manifest("lnet-nids", "1.0.0", "LNet has a valid non-loopback NID")
+  return phasedManifest(new Manifest("lnet-nids", "1.1.0", "LNet has a valid non-loopback NID")
     .source(SOURCE)
+    .source(MOUNT_TOOL))
     .toJson();
 }
 
 export function check(input: string): string {
-  return checkSource(input, SOURCE, evaluate);
+  return checkSourcePhased(input, SOURCE, evaluate, beforeConfigured);
+}
+
+/** A tool is present when running it did anything but "not found" (lctl fails without LNet; that is an answer). */
+function beforeConfigured(input: CheckInput, phase: LnetPhase): Result {
+  const lctl = input.source(SOURCE);
+  const mount = input.source(MOUNT_TOOL);
+  if (lctl === null) return Result.fail("SourceMissing", "source " + SOURCE + " was not provided to the check");
+  if (mount === null) return Result.fail("SourceMissing", "source " + MOUNT_TOOL + " was not provided to the check");
+  const missing = new Array<string>();
+  if (programMissing(lctl)) missing.push("lctl (" + missingDetail(lctl) + ")");
+  if (programMissing(mount)) missing.push("mount.lustre (" + missingDetail(mount) + ")");
+  if (missing.length > 0) return Result.fail("ToolsMissing", phase.label() + ": Lustre client tool(s) not found: " + missing.join("; "));
+  return Result.pass("LnetNotYetConfigured", phase.label() + ": lctl and mount.lustre present; NIDs appear at the first mount");
 }
 
 function evaluate(o: Opened): Result {

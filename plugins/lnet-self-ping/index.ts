@@ -1,22 +1,27 @@
 // Can LNet reach its own NID (`lnetctl ping <lnet.selfNid>`)? The reply must
 // name the NID; lnetctl's error document fails the check even with exit 0.
+// lnetConfiguredAt: mount (lnet-self-ping.yaml): before LNet is configured
+// (at the first mount) there is nothing to ping, and the check passes saying so.
 import {
   Manifest, Result, Source, CheckInput, clip, findLnetErrorIn, respond,
-  oneLine, parseError, parseYaml, sourceFailed, textProblem, toLowerAscii,
+  oneLine, parseError, parseYaml, sourceFailed, textProblem, toLowerAscii, lnetPhase, phasedManifest,
 } from "../sdk";
 
 const SOURCE = "lnetctl.ping";
 const FACT = "lnet.selfNid";
 
 export function manifest(): string {
-  return new Manifest("lnet-self-ping", "1.0.0", "LNet answers a ping of its own NID")
-    .source(SOURCE)
+  return phasedManifest(new Manifest("lnet-self-ping", "1.1.0", "LNet answers a ping of its own NID")
+    .source(SOURCE))
     .toJson();
 }
 
 export function check(input: string): string {
   const inp = CheckInput.parse(input);
   if (inp.error.length > 0) return respond(Result.fail("BadInput", inp.error));
+  const phase = lnetPhase(inp);
+  if (phase.error.length > 0) return respond(Result.fail("ConfigInvalid", phase.error));
+  if (!phase.configured) return respond(Result.pass("LnetNotYetConfigured", phase.label() + ": no NID to ping until the first mount configures LNet"));
   const src = inp.source(SOURCE);
   if (src === null) return respond(Result.fail("SourceMissing", "source " + SOURCE + " was not provided to the check"));
   return respond(verdict(src, inp.fact(FACT)));

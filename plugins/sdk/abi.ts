@@ -377,11 +377,17 @@ export function checkSource(json: string, name: string, evaluate: (o: Opened) =>
 
 export function openSource(json: string, name: string): Opened {
   const input = CheckInput.parse(json);
-  const o = new Opened(input);
   if (input.error.length > 0) {
+    const o = new Opened(input);
     o.failure = Result.fail("BadInput", input.error);
     return o;
   }
+  return openInput(input, name);
+}
+
+/** openSource for an input already parsed (a check that looked at it first, e.g. for its phase). */
+export function openInput(input: CheckInput, name: string): Opened {
+  const o = new Opened(input);
   const src = input.source(name);
   if (src === null) {
     o.failure = Result.fail("SourceMissing", "source " + name + " was not provided to the check");

@@ -7,4 +7,5 @@ export * from "./jsonwrite";
 export * from "./yaml";
 export * from "./lnet";
 export * from "./abi";
+export * from "./phase";
 export * from "./log";

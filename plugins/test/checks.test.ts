@@ -231,12 +231,15 @@ describe("configuration", () => {
 
   it("each configurable plugin declares its keys with defaults, and only those", () => {
     const decl = (name: string) => loadPlugin(name).manifest().config;
-    expect(Object.keys(decl("kernel-modules"))).toEqual(["modules"]);
+    expect(Object.keys(decl("kernel-modules"))).toEqual(["modules", "lnetConfiguredAt"]);
     expect(decl("kernel-modules").modules).toMatchObject({ type: "string[]", default: ["lnet", "lustre"] });
-    expect(Object.keys(decl("lnet-nets"))).toEqual(["optionalNets", "requiredNets", "minUpPerNet", "ignoreNids"]);
+    expect(Object.keys(decl("lnet-nets"))).toEqual(["optionalNets", "requiredNets", "minUpPerNet", "ignoreNids", "lnetConfiguredAt"]);
     expect(decl("lnet-nets").minUpPerNet).toMatchObject({ type: "integer", default: 0, min: 0 });
     expect(Object.keys(decl("net-interfaces"))).toEqual(["ignoreInterfaces"]);
-    expect(loadPlugin("lnet-nids").manifest().config).toBeUndefined();
+    for (const name of ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping"]) {
+      expect(decl(name).lnetConfiguredAt, name).toMatchObject({ type: "string", default: "start" });
+    }
+    expect(Object.keys(decl("lnet-nids"))).toEqual(["lnetConfiguredAt"]);
   });
 
   it("kernel-modules: modules replaces the required list", () => {

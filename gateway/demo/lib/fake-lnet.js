@@ -84,6 +84,16 @@ export async function runFakeTool(tool, args) {
     process.exitCode = 2;
     return;
   }
+  if (tool === "mount.lustre") {
+    // Only its presence is ever asked (`-V`); the demo node mounts nothing.
+    if (args.includes("-V") || args.includes("--version")) {
+      process.stdout.write("mount.lustre 2.15.5 (probegate fake)\n");
+      return;
+    }
+    process.stderr.write("fake mount.lustre: mounting is not supported\n");
+    process.exitCode = 1;
+    return;
+  }
   const key = commandKey(tool, args);
   if (key === null || !KEY.test(key)) {
     process.stderr.write(`fake ${tool}: unsupported command: ${args.join(" ")}\n`);

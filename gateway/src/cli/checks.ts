@@ -67,6 +67,8 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     catalog = await SourceCatalog.create({
       procfs: host.procfs,
       sysfs: host.sysfs,
+      modules: cfg.modules,
+      modprobe: cfg.modprobe,
       sourcesFile: cfg.sourcesFile,
       commandPrefix: cfg.commandPrefix,
       execInProcess: cfg.execInProcess,

@@ -38,6 +38,8 @@ export interface Config {
   quarantineBackoffMaxMs: number;
   procfs: string;
   sysfs: string;
+  modules: string;
+  modprobe: string;
   sourcesFile?: string;
   commandPrefix?: string[];
   execInProcess?: string;
@@ -255,6 +257,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     ...quarantineBackoff(str("quarantine-backoff") ?? "30s", str("quarantine-backoff-max") ?? "5m"),
     procfs: str("path.procfs") ?? "/proc",
     sysfs: str("path.sysfs") ?? "/sys",
+    modules: str("path.modules") ?? "/lib/modules",
+    modprobe: str("path.modprobe") ?? "/etc/modprobe.d",
     sourcesFile: str("sources"),
     commandPrefix,
     execInProcess,

@@ -9,7 +9,9 @@
 //   node.cleanup();
 //
 // To start a gateway process on it: env = node.env, --path.procfs=node.procfs,
-// --path.sysfs=node.sysfs. File formats: gateway/demo/README.md.
+// --path.sysfs=node.sysfs (and --path.modules=node.modules,
+// --path.modprobe=node.modprobe for checks configured with lnetConfiguredAt:
+// mount). File formats: gateway/demo/README.md.
 
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +39,12 @@ export interface FakeLnetSpec {
   modules?: string;
   /** IFACE → content of <sysfs>/class/net/IFACE/operstate ("up\n" etc.). */
   operstate?: Record<string, string>;
+  /** Content of <procfs>/sys/kernel/osrelease (the running kernel). */
+  osrelease?: string;
+  /** RELEASE → content of <modules>/RELEASE/modules.dep; null removes that release's tree. */
+  modulesDep?: Record<string, string | null>;
+  /** FILE → content of <modprobe>/FILE; null removes it. */
+  modprobe?: Record<string, string | null>;
 }
 
 export interface FakeLnet {
@@ -46,6 +54,9 @@ export interface FakeLnet {
   env: NodeJS.ProcessEnv;
   procfs: string;
   sysfs: string;
+  /** The fake --path.modules and --path.modprobe trees. */
+  modules: string;
+  modprobe: string;
   /** Lines of calls.log (`<key> <tool> <args…>`), optionally only those for one key. */
   calls(key?: "net_show" | "list_nids" | "ping" | string): string[];
   /** Change outputs in place, e.g. to take an NI down mid-test. */
@@ -67,6 +78,23 @@ function writeCommand(dir: string, key: string, cmd: FakeCommand): void {
 }
 
 function apply(dir: string, sysfs: string, procfs: string, spec: Omit<FakeLnetSpec, "base">): void {
+  if (spec.osrelease !== undefined) {
+    mkdirSync(join(procfs, "sys", "kernel"), { recursive: true });
+    writeFileSync(join(procfs, "sys", "kernel", "osrelease"), spec.osrelease);
+  }
+  for (const [release, dep] of Object.entries(spec.modulesDep ?? {})) {
+    const tree = join(dir, "lib", "modules", release);
+    if (dep === null) rmSync(tree, { recursive: true, force: true });
+    else {
+      mkdirSync(tree, { recursive: true });
+      writeFileSync(join(tree, "modules.dep"), dep);
+    }
+  }
+  for (const [file, text] of Object.entries(spec.modprobe ?? {})) {
+    const path = join(dir, "etc", "modprobe.d", file);
+    if (text === null) rmSync(path, { force: true });
+    else writeFileSync(path, text);
+  }
   for (const [field, key] of Object.entries(KEYS) as Array<[keyof typeof KEYS, string]>) {
     const cmd = spec[field];
     if (cmd) writeCommand(dir, key, cmd);
@@ -89,6 +117,8 @@ export function fakeLnet(spec: FakeLnetSpec = {}): FakeLnet {
   const sysfs = join(dir, "sys");
   mkdirSync(procfs, { recursive: true });
   mkdirSync(join(sysfs, "class", "net"), { recursive: true });
+  mkdirSync(join(dir, "lib", "modules"), { recursive: true });
+  mkdirSync(join(dir, "etc", "modprobe.d"), { recursive: true });
   apply(dir, sysfs, procfs, spec);
 
   return {
@@ -96,6 +126,8 @@ export function fakeLnet(spec: FakeLnetSpec = {}): FakeLnet {
     env: { ...process.env, PATH: `${demoBinDir()}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir },
     procfs,
     sysfs,
+    modules: join(dir, "lib", "modules"),
+    modprobe: join(dir, "etc", "modprobe.d"),
     calls(key?: string) {
       let text = "";
       try {

@@ -36,9 +36,9 @@ export function abiProblems(bytes) {
  * ends through it); a plugin that bypasses both grows until its memory cap.
  */
 export function sourceWarnings(entryText, label) {
-  return /\b(respond|checkSource)\s*\(/.test(entryText)
+  return /\b(respond|checkSource|checkSourcePhased)\s*\(/.test(entryText)
     ? []
-    : [`${label} never calls respond() or checkSource(); its check() garbage is never freed`];
+    : [`${label} never calls respond(), checkSource() or checkSourcePhased(); its check() garbage is never freed`];
 }
 
 /** The assemblyscript version that will compile (the project's, a peer dependency). */

@@ -12,6 +12,8 @@ import { CommandTracker, type CommandResult } from "./run-command.js";
 import type { CustomSourceConfig } from "./sources-file.js";
 import { SourcesFileError } from "./sources-file-error.js";
 import { SourcesFileWatcher } from "./sources-watch.js";
+import { modulesDepSource } from "./modules-dep.js";
+import { modprobeOptionsSource } from "./modprobe-options.js";
 import {
   commandSource,
   fileSource,
@@ -71,6 +73,10 @@ export const SOURCE_DEFAULTS: Readonly<SourceDefaults> = Object.freeze({
 export interface SourceCatalogOptions {
   procfs: string;
   sysfs: string;
+  /** The host's kernel modules tree (--path.modules). Default /lib/modules. */
+  modules?: string;
+  /** The host's modprobe configuration directory (--path.modprobe). Default /etc/modprobe.d. */
+  modprobe?: string;
   sourcesFile?: string;
   commandPrefix?: string[];
   /** Run commands in the mount namespace of the newest process with this executable name (under procfs). */
@@ -108,7 +114,18 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
   "proc.modules",
   "proc.mounts",
   "sys.net.operstate",
+  "kernel.release",
+  "kernel.modules_dep",
+  "modprobe.lnet_options",
+  "mount_lustre.version",
 ]);
+
+/**
+ * The presence check of mount.lustre runs a process; its answer only changes
+ * when software is installed, so one run a minute is plenty (and is all a node
+ * whose checks never look at it pays).
+ */
+export const TOOL_PRESENCE_TTL_MS = 60_000;
 
 function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): SourceDef[] {
   const cmd = { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes };
@@ -136,6 +153,16 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       ? processFileSource("proc.mounts", ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
       : fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
     operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
+    // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
+    fileSource("kernel.release", join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
+    modulesDepSource("kernel.modules_dep", opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
+    modprobeOptionsSource("modprobe.lnet_options", opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes),
+    // Run through the same prefix or namespace as lnetctl, so "present" means
+    // present where the mount will run it; any exit but "not found" will do.
+    commandSource(
+      { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
+      ctx,
+    ),
   ];
 }
 

@@ -1,0 +1,79 @@
+// `modprobe.lnet_options`: the `options lnet …` directives of the host's
+// modprobe configuration. Where LNet is configured at the first mount, these
+// parameters (networks=, ip2nets=) are all that says which interfaces it will
+// use, so a check can look at them before LNet exists. The gateway only picks
+// the directives out (modprobe's own line syntax); what the parameters mean is
+// the plugins' business.
+
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { fileOutput, type Produced, type SourceDef } from "./definitions.js";
+import { readCapped } from "./read-file.js";
+
+/** A modprobe.d with more files than this is not one; a directive file is a few lines. */
+export const MODPROBE_MAX_FILES = 256;
+export const MODPROBE_FILE_CAP = 64 * 1024;
+
+/**
+ * The parameters of every `options MODULE …` line in one file (modprobe's
+ * syntax: `\` at the end continues a line, `#` starts a comment line, module
+ * names compare with `-` and `_` alike).
+ */
+export function optionDirectives(text: string, module: string): string[] {
+  const want = module.replace(/-/g, "_");
+  const out: string[] = [];
+  for (const line of text.replace(/[ \t]*\\\r?\n[ \t]*/g, " ").split(/\r?\n/)) {
+    const trimmed = line.trim();
+    if (trimmed.length === 0 || trimmed.startsWith("#")) continue;
+    const m = /^options\s+(\S+)\s+(.*)$/.exec(trimmed);
+    if (m && m[1].replace(/-/g, "_") === want) out.push(m[2].replace(/\p{Cc}/gu, " ").trim());
+  }
+  return out;
+}
+
+function failure(error: string, stdout: string): Produced {
+  return { ok: false, exitCode: null, stdout, stderr: "", error, truncated: false, outcome: "error" };
+}
+
+/** Output: one `FILE: PARAMETERS` line per directive, files in name order as modprobe reads them. */
+export function modprobeOptionsSource(name: string, dir: string, module: string, ttlMs: number, maxOutputBytes: number): SourceDef {
+  const run = async (): Promise<Produced> => {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      return failure(code === "ENOENT" ? `ENOENT: ${dir} does not exist` : `${code}: ${dir} cannot be read`, "");
+    }
+    const files = entries
+      .filter((e) => e.name.endsWith(".conf") && (e.isFile() || e.isSymbolicLink()))
+      .map((e) => e.name)
+      .sort();
+    if (files.length > MODPROBE_MAX_FILES) return failure(`E2BIG: ${dir} holds more than ${MODPROBE_MAX_FILES} .conf files`, "");
+    let text = "";
+    for (const file of files) {
+      const r = await readCapped(join(dir, file), MODPROBE_FILE_CAP);
+      if (!r.ok) {
+        // A link to nothing is not configuration (modprobe skips it too).
+        if (r.code === "ENOENT") continue;
+        return failure(r.error, text);
+      }
+      if (r.truncated) return failure(`EFBIG: ${join(dir, file)} exceeded ${MODPROBE_FILE_CAP} bytes`, text);
+      const label = file.replace(/[\p{Cc}\s:]/gu, "?");
+      for (const params of optionDirectives(r.text, module)) text += `${label}: ${params}\n`;
+    }
+    const over = Buffer.byteLength(text) > maxOutputBytes;
+    const kept = over ? Buffer.from(text).subarray(0, maxOutputBytes).toString("utf8") : text;
+    return fileOutput(kept, over, maxOutputBytes, `options ${module} in ${dir}`);
+  };
+  return {
+    name,
+    kind: "file",
+    ttlMs,
+    params: [],
+    path: join(dir, "*.conf"),
+    // Replayed like a file read: a saved not-found is the directory missing.
+    replay: { kind: "file", path: dir, maxOutputBytes },
+    prepare: () => ({ key: "", run }),
+  };
+}
