@@ -12,7 +12,7 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { byName, cliAccepts, clone, exampleSources, key, mountOf, sortContainers, validateModel, without } from "./lib/gateway.js";
-import { BUILT, DEPLOY, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
+import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
 import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
 import { unknownFields } from "./lib/strict.js";
 import { expand, flagsOf } from "./lib/workloads.js";
@@ -120,6 +120,8 @@ function portsOf(c: any): number[] {
 
 const POST_RENDERER = path.join(DEPLOY, "examples/helm-post-renderer.sh");
 const postRender = (example: string, input: string) => spawnSync(POST_RENDERER, [example], { input, encoding: "utf8", timeout: 60_000 });
+const inspectConfig = (wasm: string, config: string) =>
+  spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), "plugin", "inspect", wasm, "--config", config, "--json"], { encoding: "utf8", timeout: 60_000 });
 const leftovers = (example: string) => readdirSync(example).filter((f) => f.startsWith(".helm-render"));
 
 /** What helm hands a post-renderer: the chart's documents, each after `---` and a `# Source:` line. */
@@ -320,6 +322,16 @@ for (const d of DRIVERS) {
         expect(moved.stderr).toMatch(/test/i);
       }
       expect(leftovers(EXAMPLE)).toEqual([]);
+    });
+
+    it.skipIf(!BUILT)("plugins.d: each configuration is valid for the bundled plugin of that name (needs #23's lnetConfiguredAt)", () => {
+      if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
+      for (const p of LNET_PLUGINS) {
+        const file = path.join(EXAMPLE, "plugins.d", `${p}.yaml`);
+        // The same validation the gateway applies when it loads the directory.
+        const r = inspectConfig(path.join(DIST_PLUGINS, `${p}.wasm`), file);
+        expect(r.status, `${file}: ${r.stdout}${r.stderr}`).toBe(0);
+      }
     });
 
     it.skipIf(!BUILT)("the real CLI accepts probegate's argument list (needs #22's --metrics-endpoint and #23's --path.modules/--path.modprobe)", () => {
