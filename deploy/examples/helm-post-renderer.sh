@@ -1,7 +1,7 @@
 #!/bin/sh
 # Helm post-renderer for the gateway-mode examples: reads the chart's rendered
 # manifests on stdin and writes them on stdout with the example's gateway
-# component and plugin configuration applied (kubectl kustomize, nothing else).
+# component and plugin configuration applied (kustomize, nothing else).
 #
 #   Helm 3:  helm install aws-fsx-csi-driver aws-fsx-csi-driver/aws-fsx-csi-driver \
 #              --namespace kube-system \
@@ -27,4 +27,9 @@ trap 'rm -rf "$work"' EXIT
 cp "$example/helm/kustomization.yaml" "$work/kustomization.yaml"
 cp -R "$example/plugins.d" "$work/plugins.d"
 cat > "$work/helm-output.yaml"
-kubectl kustomize "$work"
+# A standalone kustomize when $KUSTOMIZE names one (as deploy/test does), else kubectl's.
+if [ -n "${KUSTOMIZE:-}" ]; then
+  "$KUSTOMIZE" build "$work"
+else
+  kubectl kustomize "$work"
+fi

@@ -7,10 +7,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { byName, cliAccepts, clone, exampleSources, key, sortContainers, validateModel, without } from "./lib/gateway.js";
+import { byName, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, key, sortContainers, without } from "./lib/gateway.js";
 import { BUILT, DEPLOY, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
 import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
-import { unknownFields } from "./lib/strict.js";
 import { expand, flagsOf } from "./lib/workloads.js";
 
 const EXAMPLE = path.join(DEPLOY, "examples/azurelustre");
@@ -34,14 +33,7 @@ describe("components/azurelustre-gateway", () => {
   });
 
   it("renders every driver object plus probegate's plugin ConfigMap, and validates with no unknown field", async () => {
-    const added = rendered.filter((o) => !original.has(key(o)));
-    expect(added.map((o) => `${o.kind}/${o.metadata.namespace}`)).toEqual(["ConfigMap/kube-system"]);
-    expect(added[0]!.metadata.name).toMatch(/^probegate-plugins-[a-z0-9]{10}$/);
-    expect(rendered.filter((o) => original.has(key(o))).map(key).sort()).toEqual([...original.keys()].sort());
-    for (const o of rendered) {
-      await validateModel(o);
-      expect(unknownFields(o), key(o)).toEqual([]);
-    }
+    await expectDriverObjectsPlusPluginConfigMap(rendered, original, "kube-system");
   });
 
   it("leaves every object but the two node DaemonSets exactly as the driver ships it (CSIDriver, RBAC, controller)", () => {

@@ -11,10 +11,9 @@ import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { byName, cliAccepts, clone, exampleSources, key, mountOf, sortContainers, validateModel, without } from "./lib/gateway.js";
+import { byName, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, key, mountOf, sortContainers, without } from "./lib/gateway.js";
 import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
 import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
-import { unknownFields } from "./lib/strict.js";
 import { expand, flagsOf } from "./lib/workloads.js";
 
 interface Driver {
@@ -163,14 +162,7 @@ for (const d of DRIVERS) {
     });
 
     it("renders every driver object plus the plugin ConfigMap, and validates with no unknown field", async () => {
-      const added = rendered.filter((o) => !original.has(key(o)));
-      expect(added.map((o) => `${o.kind}/${o.metadata.namespace}`)).toEqual([`ConfigMap/${d.namespace}`]);
-      expect(added[0]!.metadata.name).toMatch(/^probegate-plugins-[a-z0-9]{10}$/);
-      expect(rendered.filter((o) => original.has(key(o))).map(key).sort()).toEqual([...original.keys()].sort());
-      for (const o of rendered) {
-        await validateModel(o);
-        expect(unknownFields(o), key(o)).toEqual([]);
-      }
+      await expectDriverObjectsPlusPluginConfigMap(rendered, original, d.namespace);
     });
 
     it("leaves every other object exactly as the driver ships it (CSIDriver, identities, controller)", () => {

@@ -4,9 +4,11 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { expect } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { REPO } from "./paths.js";
 import type { K8sObject } from "./render.js";
+import { unknownFields } from "./strict.js";
 
 export const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 export const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
@@ -37,4 +39,19 @@ export function cliAccepts(args: string[]): { status: number | null; stderr: str
 export function sortContainers(o: K8sObject): K8sObject {
   o.spec.template.spec.containers.sort((a: any, b: any) => a.name.localeCompare(b.name));
   return o;
+}
+
+/**
+ * The render holds every object the driver ships plus the hash-named plugin
+ * ConfigMap in NAMESPACE, and nothing else; each validates with no unknown field.
+ */
+export async function expectDriverObjectsPlusPluginConfigMap(rendered: K8sObject[], original: Map<string, K8sObject>, namespace: string): Promise<void> {
+  const added = rendered.filter((o) => !original.has(key(o)));
+  expect(added.map((o) => `${o.kind}/${o.metadata.namespace}`)).toEqual([`ConfigMap/${namespace}`]);
+  expect(added[0]!.metadata.name).toMatch(/^probegate-plugins-[a-z0-9]{10}$/);
+  expect(rendered.filter((o) => original.has(key(o))).map(key).sort()).toEqual([...original.keys()].sort());
+  for (const o of rendered) {
+    await validateModel(o);
+    expect(unknownFields(o), key(o)).toEqual([]);
+  }
 }
