@@ -8,24 +8,28 @@
 #              --post-renderer deploy/examples/helm-post-renderer.sh --post-renderer-args fsx
 #
 # EXAMPLE is one of fsx, gke-lustre, hpe-lustre, exascaler: its helm/kustomization.yaml
-# names the component, the plugin ConfigMap's namespace and the probegate image.
+# sets the plugin ConfigMap's namespace and the probegate image. Nothing is
+# written into the checkout: the pieces are copied to a private temporary directory.
 set -eu
 
 case "${1:-}" in
-  fsx | gke-lustre | hpe-lustre | exascaler) ;;
+  fsx) component=fsx-gateway ;;
+  gke-lustre) component=gke-lustre-gateway ;;
+  hpe-lustre) component=hpe-lustre-gateway ;;
+  exascaler) component=exascaler-gateway ;;
   *)
     echo "usage: $0 EXAMPLE   (fsx, gke-lustre, hpe-lustre or exascaler)" >&2
     exit 2
     ;;
 esac
 
-example=$(cd "$(dirname "$0")/$1" && pwd)
-# Inside the example, so the kustomization's relative paths to the component hold.
-work=$(mktemp -d "$example/.helm-render.XXXXXX")
+examples=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-cp "$example/helm/kustomization.yaml" "$work/kustomization.yaml"
-cp -R "$example/plugins.d" "$work/plugins.d"
+cp "$examples/$1/helm/kustomization.yaml" "$work/kustomization.yaml"
+cp -R "$examples/$1/plugins.d" "$work/plugins.d"
+cp -R "$examples/../kustomize/components/$component" "$work/component"
 cat > "$work/helm-output.yaml"
 # A standalone kustomize when $KUSTOMIZE names one (as deploy/test does), else kubectl's.
 if [ -n "${KUSTOMIZE:-}" ]; then

@@ -7,7 +7,8 @@
 // output, through the examples' post-renderer script (stdin to stdout, as helm
 // runs it) and must produce the same objects.
 import { spawnSync } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
@@ -118,10 +119,18 @@ function portsOf(c: any): number[] {
 }
 
 const POST_RENDERER = path.join(DEPLOY, "examples/helm-post-renderer.sh");
-const postRender = (example: string, input: string) => spawnSync(POST_RENDERER, [example], { input, encoding: "utf8", timeout: 60_000 });
+/** Runs the post-renderer as helm does (stdin to stdout) with a private TMPDIR, which must be empty again afterwards. */
+function postRender(example: string, input: string) {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "probegate-post-render-"));
+  try {
+    const r = spawnSync(POST_RENDERER, [example], { input, encoding: "utf8", timeout: 60_000, env: { ...process.env, TMPDIR: tmp } });
+    return { ...r, leftovers: readdirSync(tmp) };
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
 const inspectConfig = (wasm: string, config: string) =>
   spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), "plugin", "inspect", wasm, "--config", config, "--json"], { encoding: "utf8", timeout: 60_000 });
-const leftovers = (example: string) => readdirSync(example).filter((f) => f.startsWith(".helm-render"));
 
 /** What helm hands a post-renderer: the chart's documents, each after `---` and a `# Source:` line. */
 function asHelmOutput(d: Driver, example: string): string {
@@ -296,10 +305,10 @@ for (const d of DRIVERS) {
       const viaHelm = parseAllDocuments(out.stdout).map((doc) => doc.toJS() as K8sObject);
       expect(viaHelm.map(key).sort()).toEqual(rendered.map(key).sort());
       for (const o of viaHelm) expect(o, key(o)).toEqual(rendered.find((x) => key(x) === key(o)));
-      expect(leftovers(EXAMPLE)).toEqual([]);
+      expect(out.leftovers).toEqual([]);
     });
 
-    it("Helm: the post-renderer fails with a message and no output on bad input, and leaves nothing behind", () => {
+    it("Helm: the post-renderer fails with a message and no output on bad input, and leaves no temporary files", () => {
       const bad = postRender("../fsx", "");
       expect([bad.status, bad.stdout]).toEqual([2, ""]);
       expect(bad.stderr).toMatch(/usage/);
@@ -312,8 +321,9 @@ for (const d of DRIVERS) {
         expect(moved.status).not.toBe(0);
         expect(moved.stdout).toBe("");
         expect(moved.stderr).toMatch(/test/i);
+        expect(moved.leftovers).toEqual([]);
       }
-      expect(leftovers(EXAMPLE)).toEqual([]);
+      expect(garbled.leftovers).toEqual([]);
     });
 
     it.skipIf(!BUILT)("plugins.d: each configuration is valid for the bundled plugin of that name (needs #23's lnetConfiguredAt)", () => {
