@@ -3,14 +3,13 @@
 // rendered with a real kustomize from the example kustomization, as an operator
 // would. The driver's objects must come out unchanged but for the wiring the
 // component exists for.
-import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parse, parseAllDocuments } from "yaml";
-import { BUILT, DEPLOY, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
-import { listedPlugins, renderer, type K8sObject } from "./lib/render.js";
-import { unknownFields } from "./lib/strict.js";
+import { parse } from "yaml";
+import { byName, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, key, sortContainers, without } from "./lib/gateway.js";
+import { BUILT, DEPLOY, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
+import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
 import { expand, flagsOf } from "./lib/workloads.js";
 
 const EXAMPLE = path.join(DEPLOY, "examples/azurelustre");
@@ -18,37 +17,13 @@ const COMPONENT = path.join(KUSTOMIZE_DIR, "components/azurelustre-gateway");
 const FLAVORS = ["jammy", "noble"];
 const PG_PORT = 29766;
 
-const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
-const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
-const byName = (list: any[], name: string) => list.find((x) => x.name === name);
-const without = (list: any[], name: string) => list.filter((x) => x.name !== name);
-
-function renderDir(dir: string): K8sObject[] {
-  const r = renderer();
-  const text = execFileSync(r.cmd, r.args(dir), { encoding: "utf8", maxBuffer: 16 << 20 });
-  return parseAllDocuments(text).map((d) => d.toJS() as K8sObject).filter(Boolean);
-}
-
-/** The driver's manifests as listed, read as plain YAML (no kustomize involved). */
-function sources(): K8sObject[] {
-  const k = parse(readFileSync(path.join(EXAMPLE, "kustomization.yaml"), "utf8"));
-  return (k.resources as string[]).flatMap((f) =>
-    parseAllDocuments(readFileSync(path.join(EXAMPLE, f), "utf8")).map((d) => d.toJS() as K8sObject),
-  );
-}
-
-async function validateModel(obj: K8sObject): Promise<void> {
-  const mod = await import(`kubernetes-models/${obj.apiVersion}`);
-  new mod[obj.kind](obj).validate();
-}
-
 describe("components/azurelustre-gateway", () => {
   let rendered: K8sObject[];
   let original: Map<string, K8sObject>;
 
   beforeAll(() => {
-    rendered = renderDir(EXAMPLE);
-    original = new Map(sources().map((o) => [key(o), o]));
+    rendered = renderDir(EXAMPLE).docs;
+    original = new Map(exampleSources(EXAMPLE).map((o) => [key(o), o]));
   });
 
   it("is a kustomize Component", () => {
@@ -58,14 +33,7 @@ describe("components/azurelustre-gateway", () => {
   });
 
   it("renders every driver object plus probegate's plugin ConfigMap, and validates with no unknown field", async () => {
-    const added = rendered.filter((o) => !original.has(key(o)));
-    expect(added.map((o) => `${o.kind}/${o.metadata.namespace}`)).toEqual(["ConfigMap/kube-system"]);
-    expect(added[0]!.metadata.name).toMatch(/^probegate-plugins-[a-z0-9]{10}$/);
-    expect(rendered.filter((o) => original.has(key(o))).map(key).sort()).toEqual([...original.keys()].sort());
-    for (const o of rendered) {
-      await validateModel(o);
-      expect(unknownFields(o), key(o)).toEqual([]);
-    }
+    await expectDriverObjectsPlusPluginConfigMap(rendered, original, "kube-system");
   });
 
   it("leaves every object but the two node DaemonSets exactly as the driver ships it (CSIDriver, RBAC, controller)", () => {
@@ -101,12 +69,7 @@ describe("components/azurelustre-gateway", () => {
         const drv = byName(s.containers, "azurelustre");
         byName(drv.env, "CSI_ENDPOINT").value = "unix:///csi/csi.sock";
         drv.volumeMounts = drv.volumeMounts.filter((m: any) => m.name !== "probegate-driver-socket");
-        // Lists the patch does not touch keep the driver's order.
-        const sortByName = (o: any) => o.spec.template.spec.containers.sort((a: any, b: any) => a.name.localeCompare(b.name));
-        const a = clone(src);
-        sortByName(a);
-        sortByName(undone);
-        expect(undone).toEqual(a);
+        expect(sortContainers(undone)).toEqual(sortContainers(clone(src)));
         // In particular: no token, RBAC, probe, preStop, privilege or env change on the driver.
         expect(spec.serviceAccountName).toBe("csi-azurelustre-node-sa");
         expect(spec.automountServiceAccountToken).toBeUndefined();
@@ -195,7 +158,7 @@ describe("components/azurelustre-gateway", () => {
       it.skipIf(!BUILT)("the real CLI accepts probegate's argument list", () => {
         if (!BUILT) return console.warn(NOT_BUILT_MESSAGE);
         const args = (pg.args as string[]).map((a) => expand(a, pg));
-        const r = spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), ...args, "--help"], { encoding: "utf8", timeout: 30_000 });
+        const r = cliAccepts(args);
         expect(r.stderr).toBe("");
         expect(r.status).toBe(0);
       });

@@ -1,0 +1,57 @@
+// Shared by the gateway-mode component tests: each renders a worked example
+// (deploy/examples/<driver>) with a real kustomize and compares the result with
+// the driver's manifests it lists, read as plain YAML.
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { expect } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { REPO } from "./paths.js";
+import type { K8sObject } from "./render.js";
+import { unknownFields } from "./strict.js";
+
+export const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+export const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
+export const byName = (list: any[], name: string) => list.find((x) => x.name === name);
+export const without = (list: any[], name: string) => list.filter((x) => x.name !== name);
+export const mountOf = (c: any, vol: string): string | undefined => c.volumeMounts?.find((m: any) => m.name === vol)?.mountPath;
+
+/** The driver's manifests an example's kustomization lists, read as plain YAML (no kustomize involved). */
+export function exampleSources(example: string): K8sObject[] {
+  const k = parse(readFileSync(path.join(example, "kustomization.yaml"), "utf8"));
+  return (k.resources as string[]).flatMap((f) =>
+    parseAllDocuments(readFileSync(path.join(example, f), "utf8")).map((d) => d.toJS() as K8sObject),
+  );
+}
+
+export async function validateModel(obj: K8sObject): Promise<void> {
+  const mod = await import(`kubernetes-models/${obj.apiVersion}`);
+  new mod[obj.kind](obj).validate();
+}
+
+/** Runs the real CLI on ARGS plus --help: it parses and validates every flag, then exits. */
+export function cliAccepts(args: string[]): { status: number | null; stderr: string } {
+  const r = spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), ...args, "--help"], { encoding: "utf8", timeout: 30_000 });
+  return { status: r.status, stderr: r.stderr };
+}
+
+/** Sorts a pod template's containers by name: lists the patch does not touch keep the driver's order. */
+export function sortContainers(o: K8sObject): K8sObject {
+  o.spec.template.spec.containers.sort((a: any, b: any) => a.name.localeCompare(b.name));
+  return o;
+}
+
+/**
+ * The render holds every object the driver ships plus the hash-named plugin
+ * ConfigMap in NAMESPACE, and nothing else; each validates with no unknown field.
+ */
+export async function expectDriverObjectsPlusPluginConfigMap(rendered: K8sObject[], original: Map<string, K8sObject>, namespace: string): Promise<void> {
+  const added = rendered.filter((o) => !original.has(key(o)));
+  expect(added.map((o) => `${o.kind}/${o.metadata.namespace}`)).toEqual([`ConfigMap/${namespace}`]);
+  expect(added[0]!.metadata.name).toMatch(/^probegate-plugins-[a-z0-9]{10}$/);
+  expect(rendered.filter((o) => original.has(key(o))).map(key).sort()).toEqual([...original.keys()].sort());
+  for (const o of rendered) {
+    await validateModel(o);
+    expect(unknownFields(o), key(o)).toEqual([]);
+  }
+}
