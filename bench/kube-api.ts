@@ -203,12 +203,15 @@ async function memoryRow(label: string, launch: Launch, reporting: boolean, coun
   api?.addNode("node-a", { images: 40 });
   const node = fakeNodeDir();
   const kc = path.join(node.dir, "kubeconfig");
-  if (api) fs.writeFileSync(kc, api.kubeconfig("t"));
+  if (api) fs.writeFileSync(kc, api.kubeconfig("t", { insecure: launch.root !== root }));
   const args = api ? [`--kubeconfig=${kc}`, "--node-name=node-a", "--node-condition", COND, "--node-taint", TAINT] : [];
   const gw = await start(args, node.env, node.dir, launch);
   try {
-    if (api) await until(() => api.condition("node-a", COND)?.status === "True", 30_000);
-    else await sleep(2000);
+    if (api) {
+      await until(() => api.condition("node-a", COND)?.status === "True", 60_000).catch(() => {
+        throw new Error(`${label}: no condition written in 60 s (requests: ${JSON.stringify(tally(api.requests).byKind)})`);
+      });
+    } else await sleep(2000);
     await sleep(1000);
     const startRss = rssBytes(gw.child.pid!) / 1048576;
     const startHeap = await heapUsedMiB(gw.http);
@@ -239,6 +242,7 @@ async function memory(): Promise<string> {
   ];
   for (const bin of runtimes) {
     const version = spawnSync(bin, ["--version"], { encoding: "utf8" }).stdout.trim();
+    process.stderr.write(`memory rows on ${bin}\n`);
     const off = await memoryRow(`${version} | - | off`, { ...HERE, node: bin }, false, count);
     const on = await memoryRow(`${version} | own (48 MiB old space) | on`, { ...HERE, node: bin }, true, count);
     rows.push(off, on);

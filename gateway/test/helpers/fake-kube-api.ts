@@ -269,14 +269,18 @@ export class FakeKubeApi {
     this.tokens.delete(token);
   }
 
-  /** A kubeconfig file for a service-account token (see tokens). */
-  kubeconfig(token: string): string {
+  /**
+   * A kubeconfig file for a service-account token (see tokens). insecure: with
+   * insecure-skip-tls-verify, which @kubernetes/client-node wanted even for an
+   * http:// server (the bench's peer rows run that old client).
+   */
+  kubeconfig(token: string, opts: { insecure?: boolean } = {}): string {
     return [
       "apiVersion: v1",
       "kind: Config",
       "clusters:",
       `- name: fake`,
-      `  cluster: {server: "${this.url}"}`,
+      `  cluster: {server: "${this.url}"${opts.insecure ? ", insecure-skip-tls-verify: true" : ""}}`,
       "users:",
       `- name: sa`,
       `  user: {token: "${token}"}`,
