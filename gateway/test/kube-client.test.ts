@@ -188,6 +188,16 @@ describe("TLS and credentials", () => {
     await until("condition False", () => api.condition("node-a", COND)?.status === "False");
   }, 60_000);
 
+  it("insecure-skip-tls-verify works only with a loud warning at start", async () => {
+    const api = await fakeApi({ tokens: { "token-a": "node-a" } });
+    const kc = kubeconfig(tempDir("probegate-kube-insecure-"), `server: "${api.url}", insecure-skip-tls-verify: true`, 'token: "token-a"');
+    const { gw } = await gateway([`--kubeconfig=${kc}`]);
+    const warning = gw.logs().find((l) => /^INSECURE: insecure-skip-tls-verify/.test(String(l.msg)));
+    expect(warning?.level).toBe(40);
+    expect(warning?.kubeconfig).toBe(kc);
+    await until("condition True", () => api.condition("node-a", COND)?.status === "True");
+  }, 60_000);
+
   it("in-cluster: KUBERNETES_SERVICE_HOST/PORT and the service-account token and CA", async () => {
     const api = await fakeApi({ tokens: { "sa-token": "node-a" } });
     const sa = tempDir("probegate-kube-sa-");
