@@ -188,6 +188,38 @@ describe("TLS and credentials", () => {
     await until("condition False", () => api.condition("node-a", COND)?.status === "False");
   }, 60_000);
 
+  it("an exec credential without an expiry is cached until a 401, then the plugin runs again (v1beta1)", async () => {
+    const api = await fakeApi({ tokens: { "exec-1": "node-a" } });
+    const dir = tempDir("probegate-kube-exec401-");
+    const tokenFile = path.join(dir, "current-token");
+    const runs = path.join(dir, "runs");
+    fs.writeFileSync(tokenFile, "exec-1");
+    fs.writeFileSync(
+      path.join(dir, "plugin"),
+      [
+        `#!${process.execPath}`,
+        'const fs = require("node:fs");',
+        `fs.appendFileSync(${JSON.stringify(runs)}, "run\\n");`,
+        `const token = fs.readFileSync(${JSON.stringify(tokenFile)}, "utf8");`,
+        'process.stdout.write(JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1beta1", kind: "ExecCredential", status: { token } }));',
+        "",
+      ].join("\n"),
+      { mode: 0o755 },
+    );
+    const kc = kubeconfig(dir, `server: "${api.url}", certificate-authority: ${pki.ca.certFile}`, "exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: ./plugin}");
+    const { gw, node } = await gateway([`--kubeconfig=${kc}`]);
+    await until("condition True", () => api.condition("node-a", COND)?.status === "True");
+    const runCount = () => fs.readFileSync(runs, "utf8").trim().split("\n").length;
+    expect(runCount()).toBe(1);
+    fs.writeFileSync(tokenFile, "exec-2");
+    api.addToken("exec-2", "node-a");
+    api.revokeToken("exec-1");
+    breakNode(node);
+    await until("condition False with the plugin's new token", () => api.condition("node-a", COND)?.status === "False");
+    expect(runCount()).toBe(2);
+    expect(gw.stderr()).not.toMatch(/exec-1|exec-2/);
+  }, 60_000);
+
   it("insecure-skip-tls-verify works only with a loud warning at start", async () => {
     const api = await fakeApi({ tokens: { "token-a": "node-a" } });
     const kc = kubeconfig(tempDir("probegate-kube-insecure-"), `server: "${api.url}", insecure-skip-tls-verify: true`, 'token: "token-a"');
