@@ -1,8 +1,11 @@
 // Node reporting's cost to the API server (issue #12): one node's API
 // requests and bytes per hour in a steady state and in a storm of a check
-// flipping every 2 s, extrapolated to 5,000 nodes; and probegate's RSS with
-// the feature on and off. Run: `npm run build && node dist/bench/kube-api.js`
-// (about 3 minutes). The API server is the tests' fake (same semantics, plain
+// flipping every 2 s, extrapolated to 5,000 nodes; and probegate's RSS and heap
+// with the feature on and off, side by side per runtime, after start and after
+// 200k Probes (KUBE_BENCH_PROBES). Run: `npm run build && node dist/bench/kube-api.js`
+// (about 6 minutes; KUBE_BENCH_ONLY=memory for the memory rows alone;
+// KUBE_BENCH_NODE24=/path/to/node adds Node 24's rows, KUBE_BENCH_PEER=/path
+// to a built checkout of the old client adds its rows). The API server is the tests' fake (same semantics, plain
 // HTTP: bytes are HTTP bodies plus headers, without TLS framing).
 //
 // The steady state is time-scaled: every reporting timing (heartbeat 5m,
@@ -11,6 +14,7 @@
 // runs in real time with the default timings.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { FakeKubeApi, type RequestRecord } from "../gateway/test/helpers/fake-kube-api.js";
@@ -41,18 +45,25 @@ function fakeNodeDir(): { env: NodeJS.ProcessEnv; dir: string } {
   return { dir, env: { ...process.env, PATH: `${pathPrefix}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir } };
 }
 
-/** The image's node flags; the node-reporting component raises old space to 96 MiB. */
-async function start(args: string[], env: NodeJS.ProcessEnv, dir: string, oldSpaceMiB = 96): Promise<{ child: ChildProcess; http: string }> {
+/** How probegate is started: the image's node flags (48 MiB old space), on this checkout and Node unless told otherwise. */
+interface Launch {
+  node: string;
+  root: string;
+  oldSpaceMiB: number;
+}
+const HERE: Launch = { node: process.execPath, root, oldSpaceMiB: 48 };
+
+async function start(args: string[], env: NodeJS.ProcessEnv, dir: string, launch: Launch = HERE): Promise<{ child: ChildProcess; http: string }> {
   const child = spawn(
-    process.execPath,
+    launch.node,
     [
       "--no-node-snapshot",
       "--max-semi-space-size=1",
-      `--max-old-space-size=${oldSpaceMiB}`,
-      path.join(root, "bin/probegate.js"),
+      `--max-old-space-size=${launch.oldSpaceMiB}`,
+      path.join(launch.root, "bin/probegate.js"),
       `--csi-endpoint=unix://${path.join(dir, "csi.sock")}`,
       "--http-endpoint=127.0.0.1:0",
-      `--plugins-dir=${path.join(root, "dist/plugins")}`,
+      `--plugins-dir=${path.join(launch.root, "dist/plugins")}`,
       `--path.procfs=${path.join(dir, "proc")}`,
       `--path.sysfs=${path.join(dir, "sys")}`,
       "--driver-name=azurelustre.csi.azure.com",
@@ -146,27 +157,67 @@ async function measure(opts: { args: string[]; kubeletMs: number; seconds: numbe
   }
 }
 
-async function rssOf(args: string[], withApi: boolean): Promise<number> {
-  const api = withApi ? await new FakeKubeApi({ tokens: { t: "node-a" } }).start() : undefined;
-  api?.addNode("node-a");
+interface MemRow {
+  label: string;
+  reporting: boolean;
+  startRss: number;
+  startHeap: number;
+  endRss: number;
+  endHeap: number;
+  wrote: boolean;
+}
+
+async function heapUsedMiB(http: string): Promise<number> {
+  const metrics = await (await fetch(`http://${http}/metrics`)).text();
+  return Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1] ?? NaN) / 1048576;
+}
+
+/** `count` Probes over keep-alive HTTP/1.1, `concurrency` at a time (kubelet's pattern, many times over). */
+async function probes(httpEndpoint: string, count: number, concurrency = 16): Promise<void> {
+  const [host, port] = [httpEndpoint.slice(0, httpEndpoint.lastIndexOf(":")), Number(httpEndpoint.slice(httpEndpoint.lastIndexOf(":") + 1))];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  let sent = 0;
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request({ host, port, path: "/csi.v1.Identity/Probe", method: "POST", agent, headers: { "content-type": "application/json", "content-length": 2 } }, (res) => {
+        res.resume();
+        res.on("end", resolve);
+      });
+      req.on("error", reject);
+      req.end("{}");
+    });
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < count) {
+        sent++;
+        await one();
+      }
+    }),
+  );
+  agent.destroy();
+}
+
+/** RSS and heap after start and after `count` Probes, with reporting off or on (against a fake API server). */
+async function memoryRow(label: string, launch: Launch, reporting: boolean, count: number): Promise<MemRow> {
+  const api = reporting ? await new FakeKubeApi({ tokens: { t: "node-a" } }).start() : undefined;
+  api?.addNode("node-a", { images: 40 });
   const node = fakeNodeDir();
   const kc = path.join(node.dir, "kubeconfig");
-  if (api) fs.writeFileSync(kc, api.kubeconfig("t"));
-  const gw = await start(api ? [`--kubeconfig=${kc}`, "--node-name=node-a", ...args] : args, node.env, node.dir, api ? 96 : 48);
+  if (api) fs.writeFileSync(kc, api.kubeconfig("t", { insecure: launch.root !== root }));
+  const args = api ? [`--kubeconfig=${kc}`, "--node-name=node-a", "--node-condition", COND, "--node-taint", TAINT] : [];
+  const gw = await start(args, node.env, node.dir, launch);
   try {
-    await sleep(3000);
-    // Some Probe load, so the figure is the working size and not the idle one.
-    for (let i = 0; i < 50; i++) {
-      await Promise.all(
-        Array.from({ length: 100 }, () =>
-          fetch(`http://${gw.http}/csi.v1.Identity/Probe`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.text()),
-        ),
-      );
-    }
+    if (api) {
+      await until(() => api.condition("node-a", COND)?.status === "True", 60_000).catch(() => {
+        throw new Error(`${label}: no condition written in 60 s (requests: ${JSON.stringify(tally(api.requests).byKind)})`);
+      });
+    } else await sleep(2000);
+    await sleep(1000);
+    const startRss = rssBytes(gw.child.pid!) / 1048576;
+    const startHeap = await heapUsedMiB(gw.http);
+    await probes(gw.http, count);
     await sleep(2000);
-    const metrics = await (await fetch(`http://${gw.http}/metrics`)).text();
-    heapUsed[api ? "on" : "off"] = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(metrics)?.[1] ?? 0) / 1048576;
-    return rssBytes(gw.child.pid!) / 1048576;
+    return { label, reporting, startRss, startHeap, endRss: rssBytes(gw.child.pid!) / 1048576, endHeap: await heapUsedMiB(gw.http), wrote: !api || Boolean(api.condition("node-a", COND)) };
   } finally {
     await stop(gw.child);
     await api?.close();
@@ -174,19 +225,47 @@ async function rssOf(args: string[], withApi: boolean): Promise<number> {
   }
 }
 
+/**
+ * Reporting off and on side by side, per runtime (this Node, and Node 24 where
+ * KUBE_BENCH_NODE24 names its binary), and the old client's figures where
+ * KUBE_BENCH_PEER names a checkout of the commit before this client (it needs
+ * a 96 MiB old space: it refused to start under 90).
+ */
+async function memory(): Promise<string> {
+  const count = Number(process.env.KUBE_BENCH_PROBES ?? 200_000);
+  const runtimes = [process.execPath, ...(process.env.KUBE_BENCH_NODE24 ? [process.env.KUBE_BENCH_NODE24] : [])];
+  const peer = process.env.KUBE_BENCH_PEER;
+  const rows: MemRow[] = [];
+  const lines = [
+    `| runtime | client | reporting | RSS after start | RSS after ${count.toLocaleString("en-US")} Probes | heap used after start | heap used after the Probes |`,
+    "|---|---|---|---|---|---|---|",
+  ];
+  for (const bin of runtimes) {
+    const version = spawnSync(bin, ["--version"], { encoding: "utf8" }).stdout.trim();
+    process.stderr.write(`memory rows on ${bin}\n`);
+    const off = await memoryRow(`${version} | - | off`, { ...HERE, node: bin }, false, count);
+    const on = await memoryRow(`${version} | own (48 MiB old space) | on`, { ...HERE, node: bin }, true, count);
+    rows.push(off, on);
+    if (peer) rows.push(await memoryRow(`${version} | @kubernetes/client-node 1.4 (96 MiB old space) | on`, { node: bin, root: peer, oldSpaceMiB: 96 }, true, count));
+    for (const r of rows.slice(-3).filter((x) => x.label.startsWith(version))) {
+      const d = (a: number, b: number) => (r.reporting ? ` (${a - b >= 0 ? "+" : ""}${(a - b).toFixed(1)})` : "");
+      lines.push(
+        `| ${r.label} | ${r.startRss.toFixed(1)}${d(r.startRss, off.startRss)} | ${r.endRss.toFixed(1)}${d(r.endRss, off.endRss)} | ${r.startHeap.toFixed(1)}${d(r.startHeap, off.startHeap)} | ${r.endHeap.toFixed(1)}${d(r.endHeap, off.endHeap)} |${r.wrote ? "" : " (wrote no condition: not a reporting figure)"}`,
+      );
+    }
+  }
+  lines.push("", "MiB; in parentheses: on minus off on the same runtime in this run. Targets: RSS on ≤ off + 6 MiB, heap on ≤ off + 4 MiB.");
+  return lines.join("\n");
+}
+
 const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(1));
 const mib = (b: number) => (b / 1048576 >= 100 ? Math.round(b / 1048576).toLocaleString("en-US") : (b / 1048576).toFixed(2));
 
 let nodeSize: unknown = {};
-const heapUsed: Record<string, number> = {};
-
 async function main(): Promise<void> {
   const flags = ["--node-condition", COND, "--node-taint", TAINT];
-  const rssOff = await rssOf([], false);
-  const rssOn = await rssOf(flags, true);
-  const memory = `after 5,000 Probes: feature off (old space 48 MiB) RSS ${rssOff.toFixed(0)} MiB, heap used ${heapUsed.off?.toFixed(0)} MiB; on (old space 96 MiB) RSS ${rssOn.toFixed(0)} MiB, heap used ${heapUsed.on?.toFixed(0)} MiB`;
   if (ONLY_MEMORY) {
-    process.stdout.write(memory + "\n");
+    process.stdout.write((await memory()) + "\n");
     return;
   }
   const s = (ms: number) => `${Math.max(1, Math.round(ms / SCALE))}ms`;
@@ -212,7 +291,8 @@ async function main(): Promise<void> {
     `steady requests in the window (${steady.seconds.toFixed(0)} s × ${SCALE}): ${JSON.stringify(steady.tally.byKind)}`,
     `storm requests in ${storm.seconds.toFixed(0)} s: ${JSON.stringify(storm.tally.byKind)}`,
     `Node object: ${(JSON.stringify(nodeSize).length / 1024).toFixed(1)} KiB`,
-    memory,
+    "",
+    await memory(),
   ];
   process.stdout.write(lines.join("\n") + "\n");
 }

@@ -118,14 +118,12 @@ export const TARGETS: ServerTarget[] = [
 /** The condition the reporting target writes. */
 export const KUBERNETES_BENCH_CONDITION = "probegate.csi.io/NodeReady";
 
-/** The node flags the node-reporting deploy component sets (main.ts refuses reporting under a 90 MiB heap). */
-export const REPORTING_NODE_FLAGS = ["--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=96"];
-
 /**
  * probegate with Kubernetes node reporting on (a Node condition, written to
  * the fake API server at `kubeconfig` for node `nodeName`), started as the
- * node-reporting component starts it. Its RSS is reported beside the target,
- * not held to it: the issue asks for the figure, the 64 MiB is for reporting off.
+ * node-reporting component starts it: with the image's own node flags. Its
+ * RSS is reported beside the target, not held to it (the 64 MiB is for
+ * reporting off; bench/kube-api.ts holds on against off).
  */
 export function withKubernetesReporting(pg: ServerTarget, kubeconfig: string, nodeName: string): ServerTarget {
   return {
@@ -134,10 +132,9 @@ export function withKubernetesReporting(pg: ServerTarget, kubeconfig: string, no
     label: "probegate + Kubernetes reporting",
     command: (c) => {
       const base = pg.command(c);
-      const args = base.args.filter((a) => !PROBEGATE_NODE_FLAGS.includes(a));
       return {
         ...base,
-        args: [...REPORTING_NODE_FLAGS, ...args, `--kubeconfig=${kubeconfig}`, `--node-name=${nodeName}`, `--node-condition=${KUBERNETES_BENCH_CONDITION}`],
+        args: [...base.args, `--kubeconfig=${kubeconfig}`, `--node-name=${nodeName}`, `--node-condition=${KUBERNETES_BENCH_CONDITION}`],
       };
     },
   };

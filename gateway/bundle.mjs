@@ -34,10 +34,8 @@ async function main() {
     target: "node20",
     minifyWhitespace: true,
     minifySyntax: true,
-    // Packages loaded as they are installed: pino finds its transport workers by
-    // file path at run time; the Kubernetes client (loaded on first use, only with
-    // node reporting on) is large, CommonJS, and its own dependencies' business.
-    external: ["pino", "@kubernetes/client-node", "@kubernetes/client-node/*"],
+    // Loaded as installed: pino finds its transport workers by file path at run time.
+    external: ["pino"],
     // Bundled CommonJS dependencies call require() for Node builtins.
     banner: { js: "import { createRequire as __pgCreateRequire } from 'node:module'; const require = __pgCreateRequire(import.meta.url);" },
     legalComments: "inline",

@@ -36,7 +36,7 @@ export interface GatewaySpec {
   socket: string;
   args: string[];
   env: NodeJS.ProcessEnv;
-  /** V8 old-space cap, as the deployment sets it: 48 MiB (the image), 96 MiB with node reporting (its component). */
+  /** V8 old-space cap, as the deployment sets it: 48 MiB (the image's launcher flags, with or without node reporting). */
   heapMiB: number;
 }
 

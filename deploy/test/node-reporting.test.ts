@@ -70,13 +70,15 @@ for (const variant of ["node-reporting", "node-reporting-hardened"]) {
       expect(byKind("ServiceAccount").map((s) => s.metadata.name)).toContain("probegate-node");
     });
 
-    it("probegate runs with room for the Kubernetes client: 96 MiB old space, memory request above the measured 140 MiB", () => {
+    it("probegate runs under the image's own node flags and the base's memory request (the client fits in them)", () => {
       const ds = pods(docs).find((p) => p.owner.kind === "DaemonSet")!;
       const c = containersOf(ds.spec).find(isProbegate)!;
-      expect(c.command).toEqual(["node", "--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=96", "/opt/probegate/bin/probegate.js"]);
-      expect(c.resources.requests.memory).toBe("160Mi");
+      // No command: the image's ENTRYPOINT with its 48 MiB old space.
+      expect(c.command).toBeUndefined();
       const dockerfile = readFileSync(path.join(DEPLOY, "Dockerfile"), "utf8");
-      expect(dockerfile).toContain('"/opt/probegate/bin/probegate.js"]');
+      expect(dockerfile).toContain('ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
+      expect(c.resources.requests.memory).toBe("128Mi");
+      expect(JSON.stringify(docs)).not.toContain("max-old-space-size=96");
     });
 
     it("the ValidatingAdmissionPolicy confines node writes to the pod's own node", () => {

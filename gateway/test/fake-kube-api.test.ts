@@ -70,4 +70,33 @@ describe("fake kube-apiserver semantics", () => {
     await api.accept();
     expect((await req("GET", "/api/v1/nodes/node-a")).status).toBe(200);
   });
+
+  it("watches as the watch cache serves them: resume from a resourceVersion, bookmarks, ADDED without one, 410 once compacted; lists carry their resourceVersion", async () => {
+    const lines = async (query: string) => {
+      const res = await fetch(`${api.url}/api/v1/nodes?watch=true&fieldSelector=metadata.name%3Dnode-a&${query}`, { headers: { authorization: "Bearer token-a" } });
+      expect(res.status).toBe(200);
+      return (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as { type: string; object: Record<string, any> });
+    };
+    const list = await req("GET", "/api/v1/nodes?fieldSelector=metadata.name%3Dnode-a");
+    expect(list.body.items.map((n: any) => n.metadata.name)).toEqual(["node-a"]);
+    const from = list.body.metadata.resourceVersion as string;
+    api.mutateNode("node-a", (n) => (n.metadata.labels.w = "1"));
+    const resumed = await lines(`resourceVersion=${from}&timeoutSeconds=1&allowWatchBookmarks=true`);
+    expect(resumed.map((e) => e.type)).toEqual(["MODIFIED", "BOOKMARK"]);
+    expect(Number(resumed[1]!.object.metadata.resourceVersion)).toBeGreaterThanOrEqual(Number(resumed[0]!.object.metadata.resourceVersion));
+    expect((await lines("timeoutSeconds=1")).map((e) => e.type)).toEqual(["ADDED"]);
+    api.compact();
+    const gone = await lines(`resourceVersion=${from}&timeoutSeconds=1`);
+    expect(gone).toHaveLength(1);
+    expect(gone[0]).toMatchObject({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } });
+  });
+
+  it("a revoked token is refused with 401; an added one is accepted", async () => {
+    api.addToken("token-new", "node-a");
+    api.revokeToken("token-a");
+    expect((await req("GET", "/api/v1/nodes/node-a")).status).toBe(401);
+    const ok = await fetch(`${api.url}/api/v1/nodes/node-a`, { headers: { authorization: "Bearer token-new" } });
+    expect(ok.status).toBe(200);
+    api.addToken("token-a", "node-a");
+  });
 });

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import path from "node:path";
 import type { LevelWithSilent } from "pino";
 import { LOG_LEVELS } from "../observability/logger.js";
 import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
@@ -272,6 +273,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   };
 }
 
+/** --kubeconfig names one file; KUBECONFIG a list (':'-separated), merged as kubectl merges it. */
+function kubeconfigFiles(flag: string | undefined, env: string | undefined): string[] | undefined {
+  if (flag) return [flag];
+  const list = [...new Set((env ?? "").split(path.delimiter).filter((f) => f !== ""))];
+  return list.length > 0 ? list : undefined;
+}
+
 /**
  * Node reporting is on only with a node name and something to report: a pod
  * that merely has NODE_NAME in its environment changes nothing.
@@ -325,7 +333,8 @@ function kubeSpec(
   if (mode !== "node") throw new UsageError("--node-condition/--node-taint: only in --mode node (the controller runs on no particular node)");
   return {
     nodeName,
-    kubeconfig: str("kubeconfig") ?? (env.KUBECONFIG || undefined),
+    kubeconfig: kubeconfigFiles(str("kubeconfig"), env.KUBECONFIG),
+    kubeContext: str("kube-context"),
     condition,
     conditionPerCheck: perCheck,
     taint,

@@ -1,4 +1,3 @@
-import v8 from "node:v8";
 import { startGateway, type Gateway } from "../gateway.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { Metrics } from "../observability/metrics.js";
@@ -56,8 +55,8 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
 type NodeReportingStarter = { start(): { stop(): Promise<void> } };
 
 /**
- * Kubernetes node reporting and its client library are loaded only when the
- * flags ask for it. The kubeconfig is read before serving starts, so a bad one
+ * Kubernetes node reporting and its client are loaded only when the flags
+ * ask for it. The kubeconfig is read before serving starts, so a bad one
  * is a usage error, not a silent reporter.
  */
 async function prepareReporting(
@@ -68,26 +67,7 @@ async function prepareReporting(
   metrics: Metrics,
 ): Promise<NodeReportingStarter> {
   const { prepareNodeReporting } = await import("../kube/index.js");
-  return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics });
-}
-
-/** The heap limit below which node reporting is refused (the client takes ~27 MiB of it). */
-const NODE_REPORTING_MIN_HEAP_MIB = 90;
-
-/**
- * The Kubernetes client takes ~27 MiB of heap (measured): under the launcher's
- * 48 MiB old-space limit a saturating burst then runs the heap out (the soak
- * crashed it three times in ten minutes). V8 fixes the limit at start, so an
- * unsafe start is refused, naming how to start it instead.
- */
-function heapTooSmallForReporting(): string | undefined {
-  const limitMiB = Math.round(v8.getHeapStatistics().heap_size_limit / 1048576);
-  if (limitMiB >= NODE_REPORTING_MIN_HEAP_MIB) return undefined;
-  return (
-    `the V8 heap limit is ${limitMiB} MiB, and node reporting loads the Kubernetes client (~27 MiB of heap): ` +
-    `start node with --max-old-space-size=96 or more (node --no-node-snapshot --max-semi-space-size=1 --max-old-space-size=96 bin/probegate.js …; ` +
-    `the node-reporting deploy components do)`
-  );
+  return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics, version: VERSION, env: process.env });
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -155,13 +135,6 @@ export async function main(argv: string[]): Promise<number> {
 
   let reporting: NodeReportingStarter | undefined;
   if (cfg.kube) {
-    const tooSmall = heapTooSmallForReporting();
-    if (tooSmall) {
-      await upstream?.close();
-      await checks.stop();
-      process.stderr.write(`probegate: node reporting: ${tooSmall}\n`);
-      return 2;
-    }
     try {
       // The name the node's CSINode must list before a startup taint goes: in
       // gateway mode the driver's own, once it has answered GetPluginInfo.

@@ -1,9 +1,10 @@
-// Kubernetes node reporting: the entry point main() loads on demand (with the
-// client library) when --node-name and a condition or a taint are given.
+// Kubernetes node reporting: the entry point main() loads on demand when
+// --node-name and a condition or a taint are given.
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import { createKubeApi, type KubeApi } from "./api.js";
+import { createKubeApi } from "./api.js";
+import { loadClientConfig } from "./kubeconfig.js";
 import { KubeMetrics } from "./metrics.js";
 import { NodeReporter } from "./reporter.js";
 import type { KubeReportingSpec } from "./spec.js";
@@ -19,24 +20,39 @@ export interface NodeReportingOptions {
   driverName: () => string;
   logger: Logger;
   metrics: Metrics;
+  /** Sent as User-Agent. */
+  version: string;
+  env: NodeJS.ProcessEnv;
 }
 
-/** Throws (before anything runs) when the kubeconfig cannot be loaded. */
-export function prepareNodeReporting(opts: NodeReportingOptions): { api: KubeApi; start(): NodeReporting } {
+/** Throws (before anything runs) when the configuration cannot be loaded: one line naming the file and field. */
+export function prepareNodeReporting(opts: NodeReportingOptions): { start(): NodeReporting } {
+  const config = loadClientConfig({ files: opts.spec.kubeconfig, context: opts.spec.kubeContext, env: opts.env });
+  if (config.insecureSkipTLSVerify && config.server.startsWith("https:")) {
+    opts.logger.warn(
+      { kubeconfig: config.source, server: config.server },
+      "INSECURE: insecure-skip-tls-verify is set: the API server's certificate is NOT verified, and anyone on the path can read the token and forge the Node's state",
+    );
+  }
   const metrics = new KubeMetrics(opts.metrics);
   const api = createKubeApi({
     nodeName: opts.spec.nodeName,
-    kubeconfig: opts.spec.kubeconfig,
+    config,
     impersonateNode: opts.spec.impersonateNode,
     requestTimeoutMs: opts.spec.timings.requestTimeoutMs,
     metrics,
+    userAgent: `probegate/${opts.version}`,
   });
   return {
-    api,
     start() {
       const reporter = new NodeReporter({ api, spec: opts.spec, readiness: opts.readiness, driverName: opts.driverName, logger: opts.logger, metrics });
       reporter.start();
-      return { stop: () => reporter.stop() };
+      return {
+        stop: async () => {
+          await reporter.stop();
+          api.close();
+        },
+      };
     },
   };
 }

@@ -5,7 +5,7 @@
 // dirty: the latest state wins and intermediate ones are never written.
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
-import { KubeError, type Identity, type KubeApi, type WatchHandle } from "./api.js";
+import { KubeError, type Identity, type KubeApi, type WatchEvent, type WatchHandle } from "./api.js";
 import { Backoff, TokenBucket } from "./backoff.js";
 import { desiredState, type DesiredState } from "./desired.js";
 import { NodeEvents } from "./events.js";
@@ -57,6 +57,10 @@ export class NodeReporter {
   private watch: WatchHandle | null = null;
   private watchWanted = false;
   private watchTimer: NodeJS.Timeout | null = null;
+  /** Where the next watch starts: the last resourceVersion seen (read, list, event or bookmark). */
+  private watchFrom = "";
+  /** After a 410 the Node is listed, not read: a watch must start from the list's resourceVersion. */
+  private relist = false;
   private resyncTimer: NodeJS.Timeout | null = null;
   private failures = new Map<string, number>();
   private waitingForCSINode = false;
@@ -176,7 +180,7 @@ export class NodeReporter {
     let step = "read node";
     try {
       if (!this.view) {
-        this.view = await this.api.readNode(this.statusAs);
+        await this.readNode();
         this.succeeded(step);
         this.noteTaint();
         this.ensureWatch();
@@ -206,6 +210,19 @@ export class NodeReporter {
     } catch (err) {
       this.m.pending.set(1);
       this.failed(step, err);
+    }
+  }
+
+  private async readNode(): Promise<void> {
+    if (this.relist) {
+      const list = await this.api.listNode(this.statusAs);
+      if (!list.view) throw new KubeError(`nodes "${this.spec.nodeName}" not found`, 404, "http");
+      this.view = list.view;
+      this.watchFrom = list.resourceVersion;
+      this.relist = false;
+    } else {
+      this.view = await this.api.readNode(this.statusAs);
+      this.watchFrom = this.view.resourceVersion;
     }
   }
 
@@ -352,17 +369,15 @@ export class NodeReporter {
 
   private ensureWatch(): void {
     if (!this.watchWanted || this.watch || this.watchTimer || this.stopped || !this.view) return;
-    const rv = this.view.resourceVersion;
+    const rv = this.watchFrom || this.view.resourceVersion;
     const timeoutSeconds = Math.max(1, Math.round(this.spec.timings.resyncMs / 1000));
-    let handle: WatchHandle | null = null;
     let ended = false;
     const startedAt = this.now();
-    const placeholder: WatchHandle = { stop: () => handle?.stop() };
-    this.watch = placeholder;
-    const onEvent = (type: string, view: NodeView | undefined) => {
+    const onEvent = ({ type, view, resourceVersion }: WatchEvent) => {
       if (this.stopped || ended) return;
       this.watchBackoff.reset();
       this.succeeded("watch node");
+      if (resourceVersion) this.watchFrom = resourceVersion;
       if (type === "DELETED") this.view = undefined;
       else if (view && (type === "MODIFIED" || type === "ADDED")) this.view = view;
       else return;
@@ -372,10 +387,12 @@ export class NodeReporter {
     const onDone = (err: KubeError | null) => {
       if (ended) return;
       ended = true;
-      handle?.stop();
-      if (this.watch === placeholder) this.watch = null;
+      if (this.watch === handle) this.watch = null;
       if (this.stopped) return;
-      if (err?.status === 410) this.view = undefined;
+      if (err?.status === 410) {
+        this.view = undefined;
+        this.relist = true;
+      }
       // A watch the server ends at once, again and again, must not turn into a hot loop.
       const wait = err || this.now() - startedAt < 1000 ? this.watchBackoff.next() : 0;
       if (err) this.logOnce("watch node", err);
@@ -387,12 +404,7 @@ export class NodeReporter {
       }, wait);
       this.watchTimer.unref();
     };
-    this.api.watchNode(this.statusAs, rv, timeoutSeconds, onEvent, onDone).then(
-      (h) => {
-        handle = h;
-        if (ended || this.stopped) h.stop();
-      },
-      (err) => onDone(err instanceof KubeError ? err : new KubeError(String(err), undefined, "error")),
-    );
+    const handle = this.api.watchNode(this.statusAs, rv, timeoutSeconds, onEvent, onDone);
+    if (!ended) this.watch = handle;
   }
 }

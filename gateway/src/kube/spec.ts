@@ -25,7 +25,10 @@ export interface KubeTimings {
 
 export interface KubeReportingSpec {
   nodeName: string;
-  kubeconfig?: string;
+  /** --kubeconfig (one file) or KUBECONFIG's files, merged; none: in-cluster. */
+  kubeconfig?: string[];
+  /** --kube-context; the kubeconfig's current-context otherwise. */
+  kubeContext?: string;
   condition?: string;
   conditionPerCheck: boolean;
   taint?: TaintSpec;

@@ -16,9 +16,20 @@
 //   controller" that adds and removes its own taint, both concurrently;
 // - faults on demand: the next N requests answer 409/429 (Retry-After)/500,
 //   or the server refuses connections for a while;
-// - CSINode objects, Events in v1 and events.k8s.io/v1, and Node watches.
+// - CSINode objects, Events in v1 and events.k8s.io/v1, and Node watches with
+//   the watch cache's rules: a watch resumes from a resourceVersion and gets
+//   every change after it; one older than the kept history (compact()) gets a
+//   410 Gone ERROR event; a watch without one starts with the object (ADDED);
+//   allowWatchBookmarks gets BOOKMARK events (bookmark(), and one before the
+//   server ends the watch at timeoutSeconds); lists carry their resourceVersion;
+// - TLS on demand (tls option): the server certificate the test made, and, with
+//   clientCA, client certificates required and verified (the certificate's CN is
+//   the user, bound to a node by certUsers). Tokens can be revoked and added
+//   while it runs (a rotated token: the old one is then refused with 401).
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
 
 type Json = Record<string, any>;
 
@@ -49,7 +60,14 @@ export interface FakeKubeOptions {
   tokens?: Record<string, string>;
   /** Serve events.k8s.io/v1 (default true); false makes it 404 like a pre-1.19 cluster. */
   eventsV1?: boolean;
+  /** HTTPS with this key and certificate (PEM); clientCA: client certificates required and verified against it. */
+  tls?: { key: string | Buffer; cert: string | Buffer; clientCA?: string | Buffer };
+  /** Client certificate CN → the node its user is bound to. */
+  certUsers?: Record<string, string>;
 }
+
+/** Changes kept for watches to resume from (the real server keeps about five minutes'). */
+const HISTORY = 2000;
 
 const DAY0 = "2026-01-01T00:00:00Z";
 
@@ -180,6 +198,7 @@ interface Watcher {
   node: string;
   res: http.ServerResponse;
   record: RequestRecord;
+  bookmarks: boolean;
 }
 
 export class FakeKubeApi {
@@ -198,6 +217,10 @@ export class FakeKubeApi {
   readonly clobbered: Array<{ user: string; path: string; what: string }> = [];
   readonly protectedTaints = new Set<string>();
   private rv = 1000;
+  /** Node changes in order, for watches that resume; below compactedRv they are gone. */
+  private history: Array<{ rv: number; node: string; type: string; obj: Json }> = [];
+  private compactedRv = 0;
+  private readonly tokens: Map<string, string>;
   private faults: Fault[] = [];
   private refusing = false;
   private server: http.Server;
@@ -207,8 +230,15 @@ export class FakeKubeApi {
   port = 0;
 
   constructor(private readonly opts: FakeKubeOptions = {}) {
-    this.server = http.createServer((req, res) => void this.handle(req, res));
-    this.server.on("connection", (s) => {
+    this.tokens = new Map(Object.entries(opts.tokens ?? {}));
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => void this.handle(req, res);
+    this.server = opts.tls
+      ? https.createServer(
+          { key: opts.tls.key, cert: opts.tls.cert, ...(opts.tls.clientCA ? { ca: opts.tls.clientCA, requestCert: true, rejectUnauthorized: true } : {}) },
+          handler,
+        )
+      : http.createServer(handler);
+    this.server.on(opts.tls ? "secureConnection" : "connection", (s: Socket) => {
       this.sockets.add(s);
       s.on("close", () => this.sockets.delete(s));
       if (this.refusing) s.destroy();
@@ -216,23 +246,41 @@ export class FakeKubeApi {
   }
 
   async start(): Promise<this> {
+    this.server.on("tlsClientError", (err: Error) => this.tlsErrors.push(err.message));
     await new Promise<void>((r) => this.server.listen(this.port, "127.0.0.1", r));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.opts.tls ? "https" : "http"}://127.0.0.1:${this.port}`;
   }
 
-  /** A kubeconfig file for a service-account token (see tokens). */
-  kubeconfig(token: string): string {
+  /** TLS connections that failed their handshake, with the reason (a client that did not trust us, no client certificate). */
+  readonly tlsErrors: string[] = [];
+
+  /** A token from now on authenticates as the service account bound to `node`. */
+  addToken(token: string, node: string): void {
+    this.tokens.set(token, node);
+  }
+
+  /** The token is refused (401) from now on, as an expired projected token is. */
+  revokeToken(token: string): void {
+    this.tokens.delete(token);
+  }
+
+  /**
+   * A kubeconfig file for a service-account token (see tokens). insecure: with
+   * insecure-skip-tls-verify, which @kubernetes/client-node wanted even for an
+   * http:// server (the bench's peer rows run that old client).
+   */
+  kubeconfig(token: string, opts: { insecure?: boolean } = {}): string {
     return [
       "apiVersion: v1",
       "kind: Config",
       "clusters:",
       `- name: fake`,
-      `  cluster: {server: "${this.url}", insecure-skip-tls-verify: true}`,
+      `  cluster: {server: "${this.url}"${opts.insecure ? ", insecure-skip-tls-verify: true" : ""}}`,
       "users:",
       `- name: sa`,
       `  user: {token: "${token}"}`,
@@ -377,10 +425,38 @@ export class FakeKubeApi {
   private store(name: string, node: Json): Json {
     node.metadata.resourceVersion = String(++this.rv);
     this.nodes.set(name, node);
+    this.history.push({ rv: this.rv, node: name, type: "MODIFIED", obj: clone(node) });
+    if (this.history.length > HISTORY) this.compactedRv = this.history.shift()!.rv;
     for (const w of this.watchers) {
       if (w.node === name) this.sendEvent(w, "MODIFIED", node);
     }
     return node;
+  }
+
+  /** Forgets the history up to now (etcd compaction): a watch from any older resourceVersion gets 410 Gone. */
+  compact(): void {
+    this.history = [];
+    this.compactedRv = ++this.rv;
+  }
+
+  /** A BOOKMARK (the current resourceVersion) to every watch that asked for bookmarks. */
+  bookmark(): void {
+    for (const w of this.watchers) this.sendBookmark(w);
+  }
+
+  /** Ends every open watch cleanly, as an API server restart or a load balancer does. */
+  endWatches(): void {
+    for (const w of this.watchers) w.res.end();
+    this.watchers.clear();
+  }
+
+  /** Watch requests so far, with the resourceVersion each started from. */
+  watchesFrom(): string[] {
+    return this.requests.filter((r) => r.watch).map((r) => new URLSearchParams(r.query).get("resourceVersion") ?? "");
+  }
+
+  private sendBookmark(w: Watcher): void {
+    if (w.bookmarks) this.sendEvent(w, "BOOKMARK", { kind: "Node", apiVersion: "v1", metadata: { resourceVersion: String(this.rv) } });
   }
 
   private sendEvent(w: Watcher, type: string, obj: Json): void {
@@ -439,7 +515,10 @@ export class FakeKubeApi {
   private authenticate(req: http.IncomingMessage): string {
     const auth = String(req.headers.authorization ?? "");
     const token = auth.startsWith("Bearer ") ? auth.slice(7) : "";
-    const boundNode = this.opts.tokens?.[token];
+    const cn = this.opts.tls?.clientCA ? (req.socket as TLSSocket).getPeerCertificate?.()?.subject?.CN : undefined;
+    const certNode = typeof cn === "string" && (req.socket as TLSSocket).authorized ? this.opts.certUsers?.[cn] : undefined;
+    // As the real server: an invalid bearer token is 401 even with a valid certificate.
+    const boundNode = token ? this.tokens.get(token) : certNode;
     if (boundNode === undefined) throw new HttpError(401, "Unauthorized", "Unauthorized");
     const sa = `system:serviceaccount:probegate:probegate-node@${boundNode}`;
     const imp = req.headers["impersonate-user"];
@@ -489,6 +568,12 @@ export class FakeKubeApi {
       if (!name) throw new HttpError(400, "BadRequest", "this fake watches one node (fieldSelector=metadata.name=...)");
       this.watch(name, url, rec, res);
       return;
+    }
+    if (method === "GET" && p === "/api/v1/nodes") {
+      const field = url.searchParams.get("fieldSelector") ?? "";
+      const name = /^metadata\.name=(.+)$/.exec(field)?.[1];
+      const items = [...this.nodes.values()].filter((n) => name === undefined || n.metadata.name === name);
+      return send(200, { kind: "NodeList", apiVersion: "v1", metadata: { resourceVersion: String(this.rv) }, items });
     }
     if ((m = /^\/api\/v1\/nodes\/([^/]+)(\/status)?$/.exec(p))) {
       const name = decodeURIComponent(m[1]!);
@@ -580,13 +665,28 @@ export class FakeKubeApi {
     const node = this.nodes.get(name);
     rec.status = 200;
     res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
-    const w: Watcher = { node: name, res, record: rec };
+    const w: Watcher = { node: name, res, record: rec, bookmarks: url.searchParams.get("allowWatchBookmarks") === "true" };
+    const from = url.searchParams.get("resourceVersion") ?? "";
+    if (from !== "" && from !== "0" && Number(from) < this.compactedRv) {
+      // As the watch cache answers: HTTP 200, then one ERROR event carrying 410, then the end.
+      this.sendEvent(w, "ERROR", { kind: "Status", apiVersion: "v1", status: "Failure", message: `too old resource version: ${from} (${this.compactedRv})`, reason: "Expired", code: 410 });
+      res.end();
+      return;
+    }
     this.watchers.add(w);
-    const from = url.searchParams.get("resourceVersion");
-    // No history is kept: a watch from an older version gets the current object at once.
-    if (node && from && Number(from) < Number(node.metadata.resourceVersion)) this.sendEvent(w, "MODIFIED", node);
+    if (from === "" || from === "0") {
+      if (node) this.sendEvent(w, "ADDED", node);
+    } else {
+      for (const h of this.history) if (h.node === name && h.rv > Number(from)) this.sendEvent(w, h.type, h.obj);
+    }
     const timeout = Number(url.searchParams.get("timeoutSeconds") ?? "0");
-    const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : undefined;
+    const timer =
+      timeout > 0
+        ? setTimeout(() => {
+            this.sendBookmark(w);
+            res.end();
+          }, timeout * 1000)
+        : undefined;
     res.on("close", () => {
       if (timer) clearTimeout(timer);
       this.watchers.delete(w);
