@@ -1,6 +1,7 @@
 import { Hono, type Context } from "hono";
 import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
 import type { Metrics } from "../observability/metrics.js";
+import { ProbeCounts } from "../services/probe-metrics.js";
 import { excludeSet, healthView } from "./health-text.js";
 
 /** Paths the hono app owns; everything else on the port is RPC. */
@@ -22,6 +23,7 @@ const ENDPOINTS: Record<string, EndpointSpec> = {
 
 export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics; notes?: () => string[] }): Hono {
   const { readiness, metrics } = opts;
+  const counts = ProbeCounts.for(metrics);
   const app = new Hono();
 
   const answer = (spec: EndpointSpec) => (c: Context) => {
@@ -29,7 +31,7 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
     const exclude = excludeSet(c.req.queries("exclude") ?? []);
     const view = healthView(s, spec.probe, exclude);
     const status = view.ok ? 200 : 503;
-    metrics.probeRequests.inc({ transport: "http", method: spec.name, result: view.ok ? "ready" : "not_ready" });
+    counts.http(spec.name, view.ok);
     c.header("cache-control", "no-store");
     if ((c.req.header("accept") ?? "").includes("application/json")) {
       return c.json(
