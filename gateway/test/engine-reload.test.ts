@@ -4,6 +4,8 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CheckEngine } from "../src/engine/engine.js";
 import type { HealthSnapshot } from "../src/engine/state.js";
 import { Metrics } from "../src/observability/metrics.js";
+import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
+import { PluginRuntime } from "../src/runtime/runtime.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
 import { FakeCatalog, silentLogger, tempDir, waitFor } from "./hostile/harness.js";
 
@@ -33,17 +35,24 @@ async function startEngine(
   opts: { catalog?: FakeCatalog; quarantineAfter?: number; pluginTimeoutMs?: number; watchPollMs?: number; quarantineBackoffMs?: number; quarantineBackoffMaxMs?: number } = {},
 ) {
   const metrics = new Metrics({ processMetrics: false });
-  const engine = new CheckEngine({
-    mode: "node",
-    catalog: opts.catalog ?? new FakeCatalog(),
-    pluginsDir: dir,
-    checkIntervalMs: 60_000,
+  const catalog = opts.catalog ?? new FakeCatalog();
+  const runtime = new PluginRuntime({
+    dir,
+    isKnownSource: (name) => catalog.has(name),
     // Generous unless a test is about timeouts: the cores are shared.
-    pluginTimeoutMs: opts.pluginTimeoutMs ?? 2000,
+    timeoutMs: opts.pluginTimeoutMs ?? 2000,
     quarantineAfter: opts.quarantineAfter,
     quarantineBackoffMs: opts.quarantineBackoffMs,
     quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
-    watchPollMs: opts.watchPollMs,
+    pollMs: opts.watchPollMs,
+    logger: silentLogger,
+    ...pluginMetricHooks(metrics),
+  });
+  const engine = new CheckEngine({
+    mode: "node",
+    catalog,
+    runtime,
+    checkIntervalMs: 60_000,
     logger: silentLogger,
     metrics,
   });

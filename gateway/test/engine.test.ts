@@ -4,6 +4,8 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CheckEngine } from "../src/engine/engine.js";
 import type { HealthSnapshot } from "../src/engine/state.js";
 import { Metrics } from "../src/observability/metrics.js";
+import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
+import { PluginRuntime } from "../src/runtime/runtime.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
 import { FakeCatalog, silentLogger, tempDir, waitFor } from "./hostile/harness.js";
 
@@ -33,12 +35,18 @@ async function engineWith(files: Record<string, Uint8Array>, opts: { mode?: "nod
   for (const [name, bytes] of Object.entries(files)) await writeFile(join(dir.path, name), bytes);
   const catalog = opts.catalog ?? new FakeCatalog();
   const metrics = new Metrics({ processMetrics: false });
+  const runtime = new PluginRuntime({
+    dir: dir.path,
+    isKnownSource: (name) => catalog.has(name),
+    timeoutMs: opts.pluginTimeoutMs,
+    logger: silentLogger,
+    ...pluginMetricHooks(metrics),
+  });
   const engine = new CheckEngine({
     mode: opts.mode ?? "node",
     catalog,
-    pluginsDir: dir.path,
+    runtime,
     checkIntervalMs: opts.checkIntervalMs ?? 60_000,
-    pluginTimeoutMs: opts.pluginTimeoutMs,
     logger: silentLogger,
     metrics,
   });

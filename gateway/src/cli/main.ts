@@ -44,7 +44,7 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     readiness: checks.engine,
     // --probe-ready=upstream: the driver's own ready field; only liveness checks can fail Probe.
     localProbe: new LocalProbeSource(checks.engine, cfg.probeReady === "upstream" ? "liveness" : cfg.probeReady),
-    volumeChecker: new EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
+    volumeChecker: new EngineVolumeChecker({ runtime: checks.runtime, catalog: checks.catalog, mode: cfg.mode }),
     logger,
     metrics,
     timeoutCapMs: cfg.upstreamTimeoutCapMs,

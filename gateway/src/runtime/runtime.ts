@@ -1,5 +1,4 @@
 import { join } from "node:path";
-import type { Override } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import { callCheck, type CheckOutcome } from "./check-call.js";
 import { reconcileConfigs, type ConfigEntry, type PluginConfigState } from "./config-set.js";
@@ -9,8 +8,8 @@ import { scanPluginDir, type ConfigFile } from "./plugin-dir.js";
 import type { ConfigValue } from "./schema.js";
 import { Sandbox } from "./sandbox.js";
 import { Quarantine } from "./quarantine.js";
-import { SingleFlight } from "./single-flight.js";
-import { DEFAULTS, type LoadedPlugin, type PluginRefusal } from "./types.js";
+import { SingleFlight } from "../support/single-flight.js";
+import { DEFAULTS, type LoadedPlugin, type Override, type PluginRefusal } from "./types.js";
 
 export type { CheckOutcome, PluginConfigState };
 
