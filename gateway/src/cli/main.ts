@@ -182,7 +182,6 @@ export async function main(argv: string[]): Promise<number> {
       readiness: checks.engine,
       logger,
       metrics,
-      readMaxBytes: cfg.maxRequestBytes,
       limits: cfg.limits,
       csiOnlyRoutes: upstream ? [upstream.route] : [],
       probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
