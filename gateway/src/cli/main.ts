@@ -35,8 +35,7 @@ function identityConfig(cfg: Config): IdentityConfig {
  * code is loaded only in gateway mode; it is not small, and RSS matters on every node.
  */
 async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChecks, logger: Logger, metrics: Metrics) {
-  const { createUpstreamGateway } = await import("../upstream/index.js");
-  const { EngineVolumeChecker } = await import("../upstream/engine-volume-checker.js");
+  const { createUpstreamGateway, EngineVolumeChecker } = await import("../upstream/index.js");
   return createUpstreamGateway({
     upstream: endpoint.display,
     driverName: cfg.driverName,
