@@ -1,13 +1,10 @@
 import { mkdir, rename, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
 import type { HealthSnapshot } from "../src/engine/state.js";
 import { Metrics } from "../src/observability/metrics.js";
-import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
-import { PluginRuntime } from "../src/runtime/runtime.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
-import { FakeCatalog, silentLogger, tempDir, waitFor } from "./hostile/harness.js";
+import { engineOver, FakeCatalog, tempDir, waitFor } from "./hostile/harness.js";
 
 let bin: Record<string, Uint8Array>;
 
@@ -35,26 +32,17 @@ async function startEngine(
   opts: { catalog?: FakeCatalog; quarantineAfter?: number; pluginTimeoutMs?: number; watchPollMs?: number; quarantineBackoffMs?: number; quarantineBackoffMaxMs?: number } = {},
 ) {
   const metrics = new Metrics({ processMetrics: false });
-  const catalog = opts.catalog ?? new FakeCatalog();
-  const runtime = new PluginRuntime({
-    dir,
-    isKnownSource: (name) => catalog.has(name),
-    // Generous unless a test is about timeouts: the cores are shared.
-    timeoutMs: opts.pluginTimeoutMs ?? 2000,
-    quarantineAfter: opts.quarantineAfter,
-    quarantineBackoffMs: opts.quarantineBackoffMs,
-    quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
-    pollMs: opts.watchPollMs,
-    logger: silentLogger,
-    ...pluginMetricHooks(metrics),
-  });
-  const engine = new CheckEngine({
-    mode: "node",
-    catalog,
-    runtime,
-    checkIntervalMs: 60_000,
-    logger: silentLogger,
+  const engine = engineOver(dir, {
+    catalog: opts.catalog ?? new FakeCatalog(),
     metrics,
+    runtime: {
+      // Generous unless a test is about timeouts: the cores are shared.
+      timeoutMs: opts.pluginTimeoutMs ?? 2000,
+      quarantineAfter: opts.quarantineAfter,
+      quarantineBackoffMs: opts.quarantineBackoffMs,
+      quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
+      pollMs: opts.watchPollMs,
+    },
   });
   cleanups.push(() => engine.stop());
   await engine.start();
