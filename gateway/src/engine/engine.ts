@@ -76,6 +76,7 @@ export class CheckEngine implements ReadinessProvider {
   private stopped = false;
   private unwatch: (() => void) | null = null;
   private unwatchSources: (() => void) | null = null;
+  private unwatchQuarantine: (() => void) | null = null;
 
   constructor(private readonly opts: CheckEngineOptions) {
     this.log = opts.logger.child({ component: "engine" });
@@ -90,6 +91,7 @@ export class CheckEngine implements ReadinessProvider {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    this.unwatchQuarantine = this.runtime.onQuarantineCount((n) => this.opts.metrics.pluginsQuarantined.set(n));
     await this.runtime.start();
     if (this.scheduled(this.runtime.current()).length === 0) {
       // Nothing to wait for (typical for --mode controller): ready at once.
@@ -112,6 +114,7 @@ export class CheckEngine implements ReadinessProvider {
     this.timer = null;
     this.unwatch?.();
     this.unwatchSources?.();
+    this.unwatchQuarantine?.();
     await this.runtime.stop();
   }
 

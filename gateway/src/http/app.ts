@@ -23,7 +23,6 @@ const ENDPOINTS: Record<string, EndpointSpec> = {
 
 export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics; notes?: () => string[] }): Hono {
   const { readiness, metrics } = opts;
-  const counts = ProbeCounts.for(metrics);
   const app = new Hono();
 
   const answer = (spec: EndpointSpec) => (c: Context) => {
@@ -31,7 +30,7 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
     const exclude = excludeSet(c.req.queries("exclude") ?? []);
     const view = healthView(s, spec.probe, exclude);
     const status = view.ok ? 200 : 503;
-    counts.http(spec.name, view.ok);
+    ProbeCounts.for(metrics).http(spec.name, view.ok);
     c.header("cache-control", "no-store");
     if ((c.req.header("accept") ?? "").includes("application/json")) {
       return c.json(

@@ -45,8 +45,6 @@ export interface RuntimeOptions {
   onQuarantined?: (p: LoadedPlugin, message: string) => void;
   /** A quarantined plugin was run again (after its backoff). */
   onQuarantineRetry?: (p: LoadedPlugin) => void;
-  /** The number of quarantined plugins changed. */
-  onQuarantineCount?: (count: number) => void;
 }
 
 interface FileEntry {
@@ -84,6 +82,7 @@ export class PluginRuntime {
   private readonly dirs: readonly string[];
   private readonly quarantine: Quarantine;
   private readonly listeners = new Set<(s: PluginSet) => void>();
+  private readonly quarantineListeners = new Set<(count: number) => void>();
   private readonly scan: SingleFlight;
   private watchers: DirWatcher[] = [];
   private readonly dirMissingLogged = new Set<string>();
@@ -100,7 +99,9 @@ export class PluginRuntime {
       logger: opts.logger,
       onQuarantined: opts.onQuarantined,
       onRetry: opts.onQuarantineRetry,
-      onCount: opts.onQuarantineCount,
+      onCount: (count) => {
+        for (const fn of this.quarantineListeners) fn(count);
+      },
     });
     this.scan = new SingleFlight(
       () => this.reconcile(),
@@ -141,6 +142,12 @@ export class PluginRuntime {
   onChange(fn: (s: PluginSet) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
+  }
+
+  /** Called when the number of quarantined plugins changes (the set itself stays). */
+  onQuarantineCount(fn: (count: number) => void): () => void {
+    this.quarantineListeners.add(fn);
+    return () => this.quarantineListeners.delete(fn);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { Code } from "@connectrpc/connect";
+import type http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
 import type { Logger } from "../observability/logger.js";
@@ -7,11 +8,15 @@ import { DeadlineSweep } from "./deadline-sweep.js";
 import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
 import { answerStream, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS } from "./edge-limits.js";
-import type { Edge } from "./edge.js";
 import { respondTrailersOnly } from "./grpc-wire.js";
-import { LISTENER, resetUnreadRequest, type CompatHandler, type Listener, type StreamContext, type StreamRoute } from "./stream-route.js";
+import type { Edge } from "./edge.js";
+import type { Listener, StreamContext, StreamRoute } from "./stream-route.js";
 
-export type { CompatHandler };
+/** A request handler for both HTTP/1.1 and the HTTP/2 compatibility API (Connect's and hono's shape). */
+export type CompatHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
 
 type StreamListener = (
   stream: http2.ServerHttp2Stream,
@@ -20,6 +25,8 @@ type StreamListener = (
   rawHeaders: string[],
 ) => void;
 
+/** Marks which listener a session came in on (its StreamContext), for routing and metrics labels. */
+export const LISTENER = Symbol("probegate.listener");
 /** Streams open on a session, kept on the session so idle checks need no lookup. */
 const OPEN = Symbol("probegate.openStreams");
 
@@ -239,4 +246,22 @@ function disarmSessionTimeout(session: http2.Http2Session): void {
 export function capConnections(server: net.Server, max: number, edge: Edge, listener: Listener): void {
   server.maxConnections = max;
   server.on("drop", () => edge.rejected("connections", { listener }));
+}
+
+/**
+ * Once a stream is answered, stops the rest of its request: RST_STREAM(NO_ERROR)
+ * (RFC 9113 §8.1), as gRPC servers do. An oversized request is refused after
+ * its first few KiB, and without this its stream (and the client's upload)
+ * would stay open until the client gave up.
+ */
+export function resetUnreadRequest(stream: http2.ServerHttp2Stream): void {
+  const reset = () => {
+    if (!stream.destroyed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  };
+  stream.once("finish", () => {
+    if (stream.destroyed || stream.readableEnded) return;
+    // Trailers still to come: the reset must follow them, not cut them off.
+    if (stream.listenerCount("wantTrailers") > 0) stream.once("wantTrailers", () => setImmediate(reset));
+    else reset();
+  });
 }
