@@ -57,7 +57,14 @@ export async function measureRuntime(files: string[], budgetMs: number, engineCo
   const res: RuntimeCost = { available: false, note: "" };
   let rt: any;
   try {
-    rt = await imp("runtime/index.js");
+    const [loader, sandbox, inspect, sources] = await Promise.all([
+      imp("runtime/loader.js"),
+      imp("runtime/sandbox.js"),
+      imp("runtime/inspect.js"),
+      imp("engine/sources/index.js"),
+    ]);
+    // Offline tools judge sources against the built-in catalog, as `plugin test` does without --sources.
+    rt = { ...loader, ...sandbox, ...inspect, isBuiltinSource: (n: string) => sources.BUILTIN_SOURCE_NAMES.includes(n) };
   } catch (e) {
     res.note = `runtime not built (${(e as Error).message.split("\n")[0]})`;
     return res;
@@ -94,13 +101,14 @@ export async function measureRuntime(files: string[], budgetMs: number, engineCo
       if (!m) continue;
       const input = pluginInput(16, m.sources ?? [], (m.modes ?? ["node"])[0]);
       const bytes = fs.readFileSync(f);
-      const t = await timeLoop(Math.min(budgetMs, 300), 3, () => rt.runPluginOnce(bytes, input, {}));
+      const t = await timeLoop(Math.min(budgetMs, 300), 3, () => rt.runPluginOnce(bytes, input, { isKnownSource: rt.isBuiltinSource }));
       res.runPluginOnce.push({ plugin: m.name, nis: 16, medianUs: t.med, calls: t.n });
     }
   }
   // 3) engine rounds
   try {
     const { CheckEngine } = await imp("engine/engine.js");
+    const { PluginRuntime } = await imp("runtime/runtime.js");
     const { createLogger } = await imp("observability/logger.js");
     const { Metrics } = await imp("observability/metrics.js");
     const readiness = files.filter((f) => manifests.get(f) && (manifests.get(f).probe ?? "readiness") !== "volume");
@@ -126,8 +134,10 @@ export async function measureRuntime(files: string[], budgetMs: number, engineCo
         fs.writeFileSync(path.join(dir, `p${i}.wasm`), copy);
         written++;
       }
+      const logger = createLogger("silent");
+      const runtime = new PluginRuntime({ dir, isKnownSource: catalog.has, logger });
       const engine = new CheckEngine({
-        mode: "node", catalog, pluginsDir: dir, checkIntervalMs: 3_600_000, logger: createLogger("silent"), metrics: new Metrics({ processMetrics: false }),
+        mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics: new Metrics({ processMetrics: false }),
       });
       try {
         await engine.start();

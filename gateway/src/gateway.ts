@@ -38,8 +38,6 @@ export interface GatewayConfig {
   csiOnlyRoutes?: readonly StreamRoute[];
   logger: Logger;
   metrics: Metrics;
-  /** Largest forwarded request message (gateway mode); the calls answered here take at most SELF_ANSWERED_MAX_BYTES. */
-  readMaxBytes?: number;
   /** Caps and timeouts of the network edge; defaults in DEFAULT_EDGE_LIMITS. */
   limits?: Partial<EdgeLimits>;
   /** Serve Probe and Health/Check over gRPC without Connect's per-call machinery (default on). */
@@ -67,7 +65,8 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   const probe = cfg.probe ?? new LocalProbeSource(cfg.readiness);
   // Identity, Health and reflection requests hold a few short fields; a few KiB
   // bounds what one call can make the decoder allocate (unknown fields, JSON keys).
-  const readMaxBytes = Math.min(cfg.readMaxBytes ?? 4 * 1024 * 1024, SELF_ANSWERED_MAX_BYTES);
+  // Fixed: --max-request-bytes is the forwarded calls' limit (the upstream proxy's), not this one.
+  const readMaxBytes = SELF_ANSWERED_MAX_BYTES;
   const limits: EdgeLimits = { ...DEFAULT_EDGE_LIMITS, ...cfg.limits };
   const badClients = new BadClientLog(cfg.logger);
   for (const reason of EDGE_REJECTIONS) cfg.metrics.edgeRejected.inc({ reason }, 0);

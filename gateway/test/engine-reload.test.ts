@@ -1,11 +1,10 @@
 import { mkdir, rename, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
 import type { HealthSnapshot } from "../src/engine/state.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
-import { FakeCatalog, silentLogger, tempDir, waitFor } from "./hostile/harness.js";
+import { engineOver, FakeCatalog, tempDir, waitFor } from "./hostile/harness.js";
 
 let bin: Record<string, Uint8Array>;
 
@@ -33,19 +32,17 @@ async function startEngine(
   opts: { catalog?: FakeCatalog; quarantineAfter?: number; pluginTimeoutMs?: number; watchPollMs?: number; quarantineBackoffMs?: number; quarantineBackoffMaxMs?: number } = {},
 ) {
   const metrics = new Metrics({ processMetrics: false });
-  const engine = new CheckEngine({
-    mode: "node",
+  const engine = engineOver(dir, {
     catalog: opts.catalog ?? new FakeCatalog(),
-    pluginsDir: dir,
-    checkIntervalMs: 60_000,
-    // Generous unless a test is about timeouts: the cores are shared.
-    pluginTimeoutMs: opts.pluginTimeoutMs ?? 2000,
-    quarantineAfter: opts.quarantineAfter,
-    quarantineBackoffMs: opts.quarantineBackoffMs,
-    quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
-    watchPollMs: opts.watchPollMs,
-    logger: silentLogger,
     metrics,
+    runtime: {
+      // Generous unless a test is about timeouts: the cores are shared.
+      timeoutMs: opts.pluginTimeoutMs ?? 2000,
+      quarantineAfter: opts.quarantineAfter,
+      quarantineBackoffMs: opts.quarantineBackoffMs,
+      quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
+      pollMs: opts.watchPollMs,
+    },
   });
   cleanups.push(() => engine.stop());
   await engine.start();

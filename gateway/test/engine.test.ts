@@ -1,11 +1,10 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
 import type { HealthSnapshot } from "../src/engine/state.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
-import { FakeCatalog, silentLogger, tempDir, waitFor } from "./hostile/harness.js";
+import { engineOver, FakeCatalog, tempDir, waitFor } from "./hostile/harness.js";
 
 let bin: Record<string, Uint8Array>;
 
@@ -33,14 +32,12 @@ async function engineWith(files: Record<string, Uint8Array>, opts: { mode?: "nod
   for (const [name, bytes] of Object.entries(files)) await writeFile(join(dir.path, name), bytes);
   const catalog = opts.catalog ?? new FakeCatalog();
   const metrics = new Metrics({ processMetrics: false });
-  const engine = new CheckEngine({
-    mode: opts.mode ?? "node",
+  const engine = engineOver(dir.path, {
     catalog,
-    pluginsDir: dir.path,
-    checkIntervalMs: opts.checkIntervalMs ?? 60_000,
-    pluginTimeoutMs: opts.pluginTimeoutMs,
-    logger: silentLogger,
     metrics,
+    mode: opts.mode,
+    checkIntervalMs: opts.checkIntervalMs,
+    runtime: { timeoutMs: opts.pluginTimeoutMs },
   });
   cleanups.push(dir.cleanup, () => engine.stop());
   return { engine, catalog, metrics, dir: dir.path };

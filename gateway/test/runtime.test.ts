@@ -4,12 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadPlugin } from "../src/runtime/loader.js";
 import { Sandbox } from "../src/runtime/sandbox.js";
 import { callCheck } from "../src/runtime/check-call.js";
+import { BUILTIN_SOURCE_NAMES } from "../src/engine/sources/index.js";
 import { inspectPlugin, runPluginOnce } from "../src/runtime/inspect.js";
 import { capMemory, WASM_PAGE } from "../src/runtime/wasm-binary.js";
 import type { LoadedPlugin } from "../src/runtime/types.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
 
 const known = (s: string) => ["lctl.list_nids", "t.a"].includes(s);
+/** What `plugin inspect` and `plugin test` judge against without --sources: the built-in catalog. */
+const builtin = (s: string) => BUILTIN_SOURCE_NAMES.includes(s);
 const INPUT = JSON.stringify({ mode: "node", sources: {}, facts: {} });
 
 let bin: Record<string, Uint8Array>;
@@ -203,7 +206,7 @@ describe("host imports", () => {
       await callCheck(s, p, INPUT);
       expect(a).toMatchObject({ kind: "verdict", output: { reason: "Traced" } });
       // Same seed for every instance: a fresh instance draws the same first number.
-      const fresh = await runPluginOnce(bin.tracer!, INPUT, { timeoutMs: 2000 });
+      const fresh = await runPluginOnce(bin.tracer!, INPUT, { timeoutMs: 2000, isKnownSource: builtin });
       expect(fresh).toMatchObject({ accepted: true, outcome: { kind: "verdict" } });
       if (a.kind === "verdict" && fresh.accepted && fresh.outcome.kind === "verdict") {
         expect(fresh.outcome.output.message).toBe(a.output.message);
@@ -220,20 +223,20 @@ describe("host imports", () => {
 
 describe("offline tools", () => {
   it("inspects a good and a refused plugin", async () => {
-    const good = await inspectPlugin(bin.good!, { file: "good.wasm" });
+    const good = await inspectPlugin(bin.good!, { file: "good.wasm", isKnownSource: builtin });
     expect(good).toMatchObject({ accepted: true, refusal: null, manifest: { name: "good" } });
     expect(good.exports.map((e) => e.name)).toEqual(expect.arrayContaining(["manifest", "check", "memory", "__new"]));
     expect(good.imports).toEqual([{ module: "env", name: "abort", kind: "function" }]);
-    const wasi = await inspectPlugin(bin.wasi!, { file: "wasi.wasm" });
+    const wasi = await inspectPlugin(bin.wasi!, { file: "wasi.wasm", isKnownSource: builtin });
     expect(wasi.accepted).toBe(false);
     expect(wasi.refusal?.reason).toBe("ForbiddenImport");
     expect(wasi.imports.some((i) => i.module === "wasi_snapshot_preview1")).toBe(true);
   });
 
   it("runs a plugin once through the same sandbox", async () => {
-    const r = await runPluginOnce(bin.good!, INPUT);
+    const r = await runPluginOnce(bin.good!, INPUT, { isKnownSource: builtin });
     expect(r).toMatchObject({ accepted: true, outcome: { kind: "verdict", output: { status: "pass" } } });
-    const t = await runPluginOnce(bin.trap!, INPUT);
+    const t = await runPluginOnce(bin.trap!, INPUT, { isKnownSource: builtin });
     expect(t).toMatchObject({ accepted: true, outcome: { kind: "fault", reason: "PluginTrap" } });
   });
 });

@@ -5,6 +5,8 @@ import { SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
 import { resolveProgram } from "../engine/sources/path-lookup.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
+import { pluginMetricHooks } from "../runtime/plugin-metrics.js";
+import { PluginRuntime } from "../runtime/runtime.js";
 import { UsageError, type Config } from "./config.js";
 import { createDemoDir, removeStaleDemoDirs, type DemoDir } from "./demo-dir.js";
 import { BUNDLED_PLUGINS_DIR } from "./package-info.js";
@@ -12,6 +14,8 @@ import { BUNDLED_PLUGINS_DIR } from "./package-info.js";
 export interface RunningChecks {
   engine: CheckEngine;
   catalog: SourceCatalog;
+  /** The engine's plugins, for whatever else runs them (gateway mode's volume checks). */
+  runtime: PluginRuntime;
   stop(): Promise<void>;
   /** Facts for the start log line. */
   describe: Record<string, unknown>;
@@ -82,16 +86,22 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     throw err;
   }
   const pluginsDirs = cfg.pluginsDirs.length > 0 ? cfg.pluginsDirs : [BUNDLED_PLUGINS_DIR];
-  const engine = new CheckEngine({
-    mode: cfg.mode,
-    catalog,
-    pluginsDirs,
-    checkIntervalMs: cfg.checkIntervalMs,
-    pluginTimeoutMs: cfg.pluginTimeoutMs,
-    pluginMemoryMiB: cfg.pluginMemoryMiB,
+  const runtime = new PluginRuntime({
+    dirs: pluginsDirs,
+    isKnownSource: (name) => catalog.has(name),
+    timeoutMs: cfg.pluginTimeoutMs,
+    memoryMiB: cfg.pluginMemoryMiB,
     quarantineAfter: cfg.quarantineAfter,
     quarantineBackoffMs: cfg.quarantineBackoffMs,
     quarantineBackoffMaxMs: cfg.quarantineBackoffMaxMs,
+    logger: logger.child({ component: "plugins" }),
+    ...pluginMetricHooks(metrics),
+  });
+  const engine = new CheckEngine({
+    mode: cfg.mode,
+    catalog,
+    runtime,
+    checkIntervalMs: cfg.checkIntervalMs,
     requiredChecks: cfg.requireChecks,
     logger,
     metrics,
@@ -101,6 +111,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
   return {
     engine,
     catalog,
+    runtime,
     stop: async () => {
       await engine.stop();
       await catalog.stop();

@@ -35,8 +35,7 @@ function identityConfig(cfg: Config): IdentityConfig {
  * code is loaded only in gateway mode; it is not small, and RSS matters on every node.
  */
 async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChecks, logger: Logger, metrics: Metrics) {
-  const { createUpstreamGateway } = await import("../upstream/index.js");
-  const { EngineVolumeChecker } = await import("../upstream/engine-volume-checker.js");
+  const { createUpstreamGateway, EngineVolumeChecker } = await import("../upstream/index.js");
   return createUpstreamGateway({
     upstream: endpoint.display,
     driverName: cfg.driverName,
@@ -44,7 +43,7 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     readiness: checks.engine,
     // --probe-ready=upstream: the driver's own ready field; only liveness checks can fail Probe.
     localProbe: new LocalProbeSource(checks.engine, cfg.probeReady === "upstream" ? "liveness" : cfg.probeReady),
-    volumeChecker: new EngineVolumeChecker({ runtime: checks.engine.runtime, catalog: checks.catalog, mode: cfg.mode }),
+    volumeChecker: new EngineVolumeChecker({ runtime: checks.runtime, catalog: checks.catalog, mode: cfg.mode }),
     logger,
     metrics,
     timeoutCapMs: cfg.upstreamTimeoutCapMs,
@@ -157,7 +156,6 @@ export async function main(argv: string[]): Promise<number> {
       readiness: checks.engine,
       logger,
       metrics,
-      readMaxBytes: cfg.maxRequestBytes,
       limits: cfg.limits,
       csiOnlyRoutes: upstream ? [upstream.route] : [],
       probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),

@@ -1,12 +1,12 @@
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import { PluginRuntime, type CheckOutcome, type PluginConfigState, type PluginSet } from "../runtime/runtime.js";
-import { SingleFlight } from "../runtime/single-flight.js";
+import type { CheckOutcome, PluginConfigState, PluginRuntime, PluginSet } from "../runtime/runtime.js";
+import { SingleFlight } from "../support/single-flight.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
-import { buildCheckInput } from "./check-input.js";
 import { coverageGaps } from "./coverage.js";
 import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
-import type { SourceCatalog, SourceResult } from "./sources/index.js";
+import { runPlugin } from "./run-plugin.js";
+import type { SourceCatalog } from "./sources/index.js";
 import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
 
 /** The part of the source catalog the engine uses; tests pass a small fake. */
@@ -16,20 +16,14 @@ export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" 
 export interface CheckEngineOptions {
   mode: Mode;
   catalog: CatalogLike;
-  pluginsDir?: string;
-  /** Several plugin directories; a later one overrides plugin names of an earlier one. */
-  pluginsDirs?: readonly string[];
+  /**
+   * The plugin set and its sandbox, built by the caller (who also hands it to
+   * anything else that runs plugins). The engine starts and stops it.
+   */
+  runtime: PluginRuntime;
   checkIntervalMs?: number;
-  pluginTimeoutMs?: number;
-  pluginMemoryMiB?: number;
-  quarantineAfter?: number;
-  quarantineBackoffMs?: number;
-  quarantineBackoffMaxMs?: number;
   logger: Logger;
   metrics: Metrics;
-  /** Directory watcher tuning (defaults 150 ms / 2 s). */
-  watchDebounceMs?: number;
-  watchPollMs?: number;
   /** Check names that must be loaded and scheduled; a missing one fails readiness with CheckMissing. */
   requiredChecks?: readonly string[];
 }
@@ -65,7 +59,7 @@ const STATUSES: readonly CheckStatus[] = ["pass", "warn", "fail"];
  * plugin, a source, or a plugin-set swap.
  */
 export class CheckEngine implements ReadinessProvider {
-  readonly runtime: PluginRuntime;
+  private readonly runtime: PluginRuntime;
   private readonly log: Logger;
   private readonly rounds: SingleFlight;
   private readonly listeners = new Set<(s: HealthSnapshot) => void>();
@@ -82,34 +76,11 @@ export class CheckEngine implements ReadinessProvider {
   private stopped = false;
   private unwatch: (() => void) | null = null;
   private unwatchSources: (() => void) | null = null;
+  private unwatchQuarantine: (() => void) | null = null;
 
   constructor(private readonly opts: CheckEngineOptions) {
     this.log = opts.logger.child({ component: "engine" });
-    const m = opts.metrics;
-    this.runtime = new PluginRuntime({
-      dir: opts.pluginsDir,
-      dirs: opts.pluginsDirs,
-      isKnownSource: (name) => opts.catalog.has(name),
-      timeoutMs: opts.pluginTimeoutMs,
-      memoryMiB: opts.pluginMemoryMiB,
-      quarantineAfter: opts.quarantineAfter,
-      quarantineBackoffMs: opts.quarantineBackoffMs,
-      quarantineBackoffMaxMs: opts.quarantineBackoffMaxMs,
-      debounceMs: opts.watchDebounceMs,
-      pollMs: opts.watchPollMs,
-      logger: opts.logger.child({ component: "plugins" }),
-      onLoaded: () => m.pluginLoads.inc({ result: "loaded" }),
-      onRefused: (r) => {
-        m.pluginLoads.inc({ result: "refused" });
-        m.pluginRefusals.inc({ reason: r.reason });
-      },
-      onQuarantined: (p) => m.pluginQuarantines.inc({ plugin: p.manifest.name }),
-      onQuarantineRetry: (p) => m.pluginQuarantineRetries.inc({ plugin: p.manifest.name }),
-      onQuarantineCount: (n) => {
-        m.pluginsQuarantined.set(n);
-        this.syncPluginGauges();
-      },
-    });
+    this.runtime = opts.runtime;
     this.rounds = new SingleFlight(
       () => this.evaluate(),
       (err) => this.log.error({ err: (err as Error).message }, "evaluation round failed"),
@@ -120,6 +91,10 @@ export class CheckEngine implements ReadinessProvider {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    this.unwatchQuarantine = this.runtime.onQuarantineCount((n) => {
+      this.opts.metrics.pluginsQuarantined.set(n);
+      this.syncPluginGauges();
+    });
     await this.runtime.start();
     if (this.scheduled(this.runtime.current()).length === 0) {
       // Nothing to wait for (typical for --mode controller): ready at once.
@@ -142,6 +117,7 @@ export class CheckEngine implements ReadinessProvider {
     this.timer = null;
     this.unwatch?.();
     this.unwatchSources?.();
+    this.unwatchQuarantine?.();
     await this.runtime.stop();
   }
 
@@ -247,10 +223,7 @@ export class CheckEngine implements ReadinessProvider {
   }
 
   private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>): Promise<RunResult> {
-    const sources = await Promise.all(
-      p.manifest.sources.map(async (name) => [name, await this.opts.catalog.read(name, facts)] as [string, SourceResult]),
-    );
-    const outcome = await this.runtime.runCheck(p, (config) => buildCheckInput(this.opts.mode, sources, facts, Date.now(), config));
+    const outcome = await runPlugin(this.opts, p, facts);
     return { plugin: p, outcome, ranAt: new Date() };
   }
 

@@ -2,6 +2,11 @@
 // answers health questions (Probe, gRPC health, /healthz, /readyz, /livez).
 // Answering must never wait on a check: consumers read the latest snapshot.
 
+import type { Override, Refusal } from "../runtime/types.js";
+
+// Defined by the runtime, which produces them; part of the snapshot's contract.
+export type { Override, Refusal };
+
 export type CheckStatus = "pass" | "warn" | "fail";
 export type ProbeKind = "readiness" | "liveness" | "volume";
 export type Severity = "required" | "advisory";
@@ -25,26 +30,6 @@ export interface Condition {
    * judging. A fault fails readiness but never liveness: see judge().
    */
   fault: boolean;
-}
-
-/** A plugin file the runtime refused to load, and why. */
-export interface Refusal {
-  file: string;
-  reason: string;
-  message: string;
-  sha256?: string;
-  /** The --plugins-dir holding the file, when the gateway has more than one. */
-  dir?: string;
-  at: string;
-}
-
-/** A plugin name provided by more than one --plugins-dir: the later directory's file is used. */
-export interface Override {
-  name: string;
-  /** The file in use (path). */
-  file: string;
-  /** The file it replaced (path). */
-  replaced: string;
 }
 
 export type Phase = "initializing" | "ready" | "not-ready";

@@ -1,6 +1,7 @@
 import { Hono, type Context } from "hono";
 import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
 import type { Metrics } from "../observability/metrics.js";
+import { ProbeCounts } from "../services/probe-metrics.js";
 import { excludeSet, healthView } from "./health-text.js";
 
 /** Paths the hono app owns; everything else on the port is RPC. */
@@ -29,7 +30,7 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
     const exclude = excludeSet(c.req.queries("exclude") ?? []);
     const view = healthView(s, spec.probe, exclude);
     const status = view.ok ? 200 : 503;
-    metrics.probeRequests.inc({ transport: "http", method: spec.name, result: view.ok ? "ready" : "not_ready" });
+    ProbeCounts.for(metrics).http(spec.name, view.ok);
     c.header("cache-control", "no-store");
     if ((c.req.header("accept") ?? "").includes("application/json")) {
       return c.json(

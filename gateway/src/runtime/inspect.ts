@@ -1,6 +1,5 @@
 import { callCheck, type CheckOutcome } from "./check-call.js";
 import { compileChecked, loadPlugin, sha256Hex } from "./loader.js";
-import { isBuiltinSource } from "./known-sources.js";
 import { Sandbox } from "./sandbox.js";
 import type { PluginManifest, PluginRefusal } from "./types.js";
 import { hasWasmMagic } from "./wasm-binary.js";
@@ -8,7 +7,8 @@ import { wasm } from "./wasm-api.js";
 
 export interface OfflineOptions {
   file?: string;
-  isKnownSource?: (name: string) => boolean;
+  /** Which source names exist: the caller's catalog (the runtime knows no sources of its own). */
+  isKnownSource: (name: string) => boolean;
   timeoutMs?: number;
   memoryMiB?: number;
   maxFileBytes?: number;
@@ -27,7 +27,7 @@ export interface InspectResult {
 }
 
 /** What the gateway would make of this file, through the gateway's own validation and sandbox. */
-export async function inspectPlugin(bytes: Uint8Array, opts: OfflineOptions = {}): Promise<InspectResult> {
+export async function inspectPlugin(bytes: Uint8Array, opts: OfflineOptions): Promise<InspectResult> {
   const file = opts.file ?? "plugin.wasm";
   const base = { file, size: bytes.length, sha256: sha256Hex(bytes), imports: [] as InspectResult["imports"], exports: [] as InspectResult["exports"] };
   // Imports and exports are listed even for refused files: that is usually why they were refused.
@@ -42,7 +42,7 @@ export async function inspectPlugin(bytes: Uint8Array, opts: OfflineOptions = {}
   }
   const sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB });
   try {
-    const r = await loadPlugin(bytes, file, { ...opts, sandbox, isKnownSource: opts.isKnownSource ?? isBuiltinSource });
+    const r = await loadPlugin(bytes, file, { ...opts, sandbox });
     return r.ok
       ? { ...base, manifest: r.plugin.manifest, accepted: true, refusal: null }
       : { ...base, manifest: null, accepted: false, refusal: r.refusal };
@@ -56,10 +56,10 @@ export type RunOnceResult =
   | { accepted: true; manifest: PluginManifest; sha256: string; outcome: CheckOutcome };
 
 /** Loads the plugin and runs check(input) once, exactly as the engine would. */
-export async function runPluginOnce(bytes: Uint8Array, input: string, opts: OfflineOptions = {}): Promise<RunOnceResult> {
+export async function runPluginOnce(bytes: Uint8Array, input: string, opts: OfflineOptions): Promise<RunOnceResult> {
   const sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB });
   try {
-    const r = await loadPlugin(bytes, opts.file ?? "plugin.wasm", { ...opts, sandbox, isKnownSource: opts.isKnownSource ?? isBuiltinSource });
+    const r = await loadPlugin(bytes, opts.file ?? "plugin.wasm", { ...opts, sandbox });
     if (!r.ok) return { accepted: false, refusal: r.refusal };
     const outcome = await callCheck(sandbox, r.plugin, input, opts.timeoutMs);
     return { accepted: true, manifest: r.plugin.manifest, sha256: r.plugin.sha256, outcome };

@@ -1,5 +1,4 @@
 import { join } from "node:path";
-import type { Override } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import { callCheck, type CheckOutcome } from "./check-call.js";
 import { reconcileConfigs, type ConfigEntry, type PluginConfigState } from "./config-set.js";
@@ -9,8 +8,8 @@ import { scanPluginDir, type ConfigFile } from "./plugin-dir.js";
 import type { ConfigValue } from "./schema.js";
 import { Sandbox } from "./sandbox.js";
 import { Quarantine } from "./quarantine.js";
-import { SingleFlight } from "./single-flight.js";
-import { DEFAULTS, type LoadedPlugin, type PluginRefusal } from "./types.js";
+import { SingleFlight } from "../support/single-flight.js";
+import { DEFAULTS, type LoadedPlugin, type Override, type PluginRefusal } from "./types.js";
 
 export type { CheckOutcome, PluginConfigState };
 
@@ -46,8 +45,6 @@ export interface RuntimeOptions {
   onQuarantined?: (p: LoadedPlugin, message: string) => void;
   /** A quarantined plugin was run again (after its backoff). */
   onQuarantineRetry?: (p: LoadedPlugin) => void;
-  /** The number of quarantined plugins changed. */
-  onQuarantineCount?: (count: number) => void;
 }
 
 interface FileEntry {
@@ -85,6 +82,7 @@ export class PluginRuntime {
   private readonly dirs: readonly string[];
   private readonly quarantine: Quarantine;
   private readonly listeners = new Set<(s: PluginSet) => void>();
+  private readonly quarantineListeners = new Set<(count: number) => void>();
   private readonly scan: SingleFlight;
   private watchers: DirWatcher[] = [];
   private readonly dirMissingLogged = new Set<string>();
@@ -101,7 +99,9 @@ export class PluginRuntime {
       logger: opts.logger,
       onQuarantined: opts.onQuarantined,
       onRetry: opts.onQuarantineRetry,
-      onCount: opts.onQuarantineCount,
+      onCount: (count) => {
+        for (const fn of this.quarantineListeners) fn(count);
+      },
     });
     this.scan = new SingleFlight(
       () => this.reconcile(),
@@ -142,6 +142,12 @@ export class PluginRuntime {
   onChange(fn: (s: PluginSet) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
+  }
+
+  /** Called when the number of quarantined plugins changes (the set itself stays). */
+  onQuarantineCount(fn: (count: number) => void): () => void {
+    this.quarantineListeners.add(fn);
+    return () => this.quarantineListeners.delete(fn);
   }
 
   /**

@@ -1,5 +1,24 @@
-import type { Refusal } from "../engine/state.js";
 import type { WasmModule } from "./wasm-api.js";
+
+/** A plugin file the runtime refused to load, and why. */
+export interface Refusal {
+  file: string;
+  reason: string;
+  message: string;
+  sha256?: string;
+  /** The --plugins-dir holding the file, when the gateway has more than one. */
+  dir?: string;
+  at: string;
+}
+
+/** A plugin name provided by more than one --plugins-dir: the later directory's file is used. */
+export interface Override {
+  name: string;
+  /** The file in use (path). */
+  file: string;
+  /** The file it replaced (path). */
+  replaced: string;
+}
 
 /** Why a plugin file was not loaded. Stable identifiers: they appear in metrics and snapshots. */
 export type RefusalReason =

@@ -1,22 +1,10 @@
+import { Code } from "@connectrpc/connect";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { encodeGrpcMessage } from "../transport/grpc-wire.js";
 
 const PARSE_FAILURE = /^parse binary:\s*/;
 
-/**
- * Percent-encodes a grpc-message the way the gRPC HTTP/2 protocol specifies:
- * only bytes outside printable ASCII, and '%' itself. Connect escapes like
- * encodeURIComponent, which clients that decode with decodeURI (grpc-js) show
- * as "unix%3A%2F%2F…".
- */
-export function grpcPercentEncode(message: string): string {
-  let out = "";
-  for (const b of Buffer.from(message, "utf8")) {
-    out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
-  }
-  return out;
-}
-
-/** Re-encodes every grpc-message in a response per the gRPC spec (see grpcPercentEncode). */
+/** Re-encodes every grpc-message in a response per the gRPC spec (see encodeGrpcMessage). */
 export function specEncodeGrpcMessages(res: UniversalServerResponse): UniversalServerResponse {
   for (const h of [res.header, res.trailer]) {
     const m = h?.get("grpc-message");
@@ -27,7 +15,7 @@ export function specEncodeGrpcMessages(res: UniversalServerResponse): UniversalS
     } catch {
       continue;
     }
-    h!.set("grpc-message", grpcPercentEncode(text));
+    h!.set("grpc-message", encodeGrpcMessage(text));
   }
   return res;
 }
@@ -41,11 +29,11 @@ export function specEncodeGrpcMessages(res: UniversalServerResponse): UniversalS
  */
 export function decodeErrorsAsInvalidArgument(res: UniversalServerResponse, path: string): UniversalServerResponse {
   for (const h of [res.header, res.trailer]) {
-    if (!h || h.get("grpc-status") !== "13") continue;
+    if (!h || h.get("grpc-status") !== String(Code.Internal)) continue;
     const message = decodeURIComponent(h.get("grpc-message") ?? "");
     if (!PARSE_FAILURE.test(message)) continue;
-    h.set("grpc-status", "3");
-    h.set("grpc-message", grpcPercentEncode(invalidRequestMessage(path, message.replace(PARSE_FAILURE, ""))));
+    h.set("grpc-status", String(Code.InvalidArgument));
+    h.set("grpc-message", encodeGrpcMessage(invalidRequestMessage(path, message.replace(PARSE_FAILURE, ""))));
   }
   return res;
 }

@@ -13,33 +13,24 @@ import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { clampDeadlineHeaders, parseGrpcTimeout } from "../transport/grpc-timeout.js";
-import { resetUnreadRequest } from "../transport/h2-server.js";
-import type { StreamContext, StreamRoute } from "../transport/stream-route.js";
-import { grpcPercentEncode } from "./decode-errors.js";
+import { encodeFrame, GRPC_OK, singleMessage, statusTrailers } from "../transport/grpc-wire.js";
+import { resetUnreadRequest, type StreamContext, type StreamRoute } from "../transport/stream-route.js";
 import { healthStatus, unknownServiceMessage } from "./health.js";
+import { ProbeCounts } from "./probe-metrics.js";
 import type { ProbeAnswer, ProbeSource } from "./probe-source.js";
-import { ACCEPT_COMPRESSION, contextValuesFor, type RpcStack } from "./router.js";
+import { ACCEPT_COMPRESSION, contextValuesFor, transportOf, type RpcStack } from "./router.js";
 
 const PROBE = "/csi.v1.Identity/Probe";
 const CHECK = "/grpc.health.v1.Health/Check";
 const SUPPORTED = new Set(ACCEPT_COMPRESSION.map((c) => c.name));
 
-/** A gRPC length-prefixed message: flag 0 (uncompressed), 4-byte big-endian length, payload. */
-function frame(payload: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(5 + payload.length);
-  out[0] = 0;
-  out.writeUInt32BE(payload.length, 1);
-  out.set(payload, 5);
-  return out;
-}
-
 // Encoded once with the same library Connect uses, so the bytes match its answers.
-const PROBE_READY = frame(toBinary(ProbeResponseSchema, create(ProbeResponseSchema, { ready: true })));
-const PROBE_NOT_READY = frame(toBinary(ProbeResponseSchema, create(ProbeResponseSchema, { ready: false })));
+const PROBE_READY = encodeFrame(toBinary(ProbeResponseSchema, create(ProbeResponseSchema, { ready: true })));
+const PROBE_NOT_READY = encodeFrame(toBinary(ProbeResponseSchema, create(ProbeResponseSchema, { ready: false })));
 const CHECK_FRAMES = new Map<Status, Buffer>(
-  [Status.SERVING, Status.NOT_SERVING].map((s) => [s, frame(toBinary(HealthCheckResponseSchema, create(HealthCheckResponseSchema, { status: s })))]),
+  [Status.SERVING, Status.NOT_SERVING].map((s) => [s, encodeFrame(toBinary(HealthCheckResponseSchema, create(HealthCheckResponseSchema, { status: s })))]),
 );
-const OK_TRAILERS: OutgoingHttpHeaders = { "grpc-status": "0" };
+const OK_TRAILERS: OutgoingHttpHeaders = { "grpc-status": String(GRPC_OK) };
 /** Shared listeners, so the ordinary answer allocates no closures for them. */
 function sendOkTrailers(this: ServerHttp2Stream): void {
   this.sendTrailers(OK_TRAILERS);
@@ -47,7 +38,6 @@ function sendOkTrailers(this: ServerHttp2Stream): void {
 function ignore(): void {}
 /** As Connect decodes (see router.ts): unknown fields are skipped, not kept. */
 const READ_OPTIONS = { readUnknownFields: false } as const;
-
 
 /** Connect answers with the first encoding the client accepts that it supports; so do we. */
 function responseEncoding(accept: string | string[] | undefined): string | undefined {
@@ -57,13 +47,6 @@ function responseEncoding(accept: string | string[] | undefined): string | undef
     if (SUPPORTED.has(n)) return n;
   }
   return undefined;
-}
-
-/** The body's single message when the request is the ordinary case, else undefined. */
-function singleMessage(body: Buffer): Buffer | undefined {
-  if (body.length < 5 || body[0] !== 0) return undefined;
-  const len = body.readUInt32BE(1);
-  return body.length === 5 + len ? body.subarray(5) : undefined;
 }
 
 export interface FastPathOptions {
@@ -90,20 +73,9 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
   if (!probeHandler || !checkHandler) throw new Error("fast path needs the Identity and Health handlers");
   const { metrics } = opts;
 
+  const counts = ProbeCounts.for(metrics);
+  const transport = (ctx: StreamContext) => transportOf("application/grpc", ctx);
   // Pre-labelled counts (CounterCells): no label hashing per request.
-  type Result = "ready" | "not_ready" | "error";
-  const probeCells = (transport: string, method: string) => ({
-    ready: metrics.hotCells.cell(metrics.probeRequests, { transport, method, result: "ready" }),
-    not_ready: metrics.hotCells.cell(metrics.probeRequests, { transport, method, result: "not_ready" }),
-    error: metrics.hotCells.cell(metrics.probeRequests, { transport, method, result: "error" }),
-  });
-  const requestCells = {
-    unix: { Probe: probeCells("grpc-unix", "Probe"), "Health.Check": probeCells("grpc-unix", "Health.Check") },
-    tcp: { Probe: probeCells("grpc-tcp", "Probe"), "Health.Check": probeCells("grpc-tcp", "Health.Check") },
-  };
-  const count = (ctx: StreamContext, method: "Probe" | "Health.Check", result: Result) => {
-    requestCells[ctx.listener === "unix" ? "unix" : "tcp"][method][result].n++;
-  };
   const fastCells = (method: string) => ({
     answered: metrics.hotCells.cell(metrics.fastPath, { method, result: "answered" }),
     connect: metrics.hotCells.cell(metrics.fastPath, { method, result: "connect" }),
@@ -118,10 +90,6 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
     stream.once("wantTrailers", trailers === OK_TRAILERS ? sendOkTrailers : () => stream.sendTrailers(trailers));
     stream.end(body);
   };
-  const errorTrailers = (code: Code, message: string): OutgoingHttpHeaders => ({
-    "grpc-status": String(code),
-    "grpc-message": grpcPercentEncode(message),
-  });
 
   /** Returns false when the ordinary case does not apply and Connect must answer. */
   const answerProbe = (stream: ServerHttp2Stream, msg: Buffer, encoding: string | undefined, ctx: StreamContext): boolean => {
@@ -143,11 +111,10 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
       answer.catch(() => {});
       return false;
     }
+    counts.probe(transport(ctx), answer);
     if (answer.kind === "error") {
-      count(ctx, "Probe", "error");
-      reply(stream, encoding, undefined, errorTrailers(answer.code, answer.message));
+      reply(stream, encoding, undefined, statusTrailers(answer.code, answer.message));
     } else {
-      count(ctx, "Probe", answer.ready ? "ready" : "not_ready");
       reply(stream, encoding, answer.ready ? PROBE_READY : PROBE_NOT_READY, OK_TRAILERS);
     }
     return true;
@@ -161,11 +128,10 @@ export function createFastPath(opts: FastPathOptions): StreamRoute {
       return false;
     }
     const status = healthStatus(service, opts.readiness.snapshot());
+    counts.check(transport(ctx), status);
     if (status === undefined) {
-      count(ctx, "Health.Check", "error");
-      reply(stream, encoding, undefined, errorTrailers(Code.NotFound, unknownServiceMessage(service)));
+      reply(stream, encoding, undefined, statusTrailers(Code.NotFound, unknownServiceMessage(service)));
     } else {
-      count(ctx, "Health.Check", status === Status.SERVING ? "ready" : "not_ready");
       reply(stream, encoding, CHECK_FRAMES.get(status), OK_TRAILERS);
     }
     return true;

@@ -1,4 +1,4 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
@@ -27,12 +27,13 @@ export const unknownServiceMessage = (service: string) => `unknown service "${ec
 export function healthService(
   readiness: ReadinessProvider,
   shutdown: AbortSignal,
-  onCheck?: (service: string, status: Status | undefined) => void,
+  /** Told every Check answer given, undefined for an unknown service (for metrics: see probe-metrics.ts). */
+  onCheck?: (status: Status | undefined, ctx: HandlerContext) => void,
 ): ServiceImpl<typeof Health> {
   return {
-    check(req) {
+    check(req, ctx) {
       const status = healthStatus(req.service, readiness.snapshot());
-      onCheck?.(req.service, status);
+      onCheck?.(status, ctx);
       if (status === undefined) throw new ConnectError(unknownServiceMessage(req.service), Code.NotFound);
       return { status };
     },

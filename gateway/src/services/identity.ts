@@ -1,4 +1,4 @@
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   Identity,
   PluginCapability_Service_Type as ServiceType,
@@ -50,7 +50,8 @@ export function probeResult(answer: ProbeAnswer): { ready: boolean } {
 export function identityService(
   cfg: IdentityConfig,
   probe: ProbeSource,
-  onProbe?: (answer: ProbeAnswer) => void,
+  /** Told every answer given (for metrics: see probe-metrics.ts). */
+  onProbe?: (answer: ProbeAnswer, ctx: HandlerContext) => void,
 ): ServiceImpl<typeof Identity> {
   return {
     getPluginInfo() {
@@ -59,14 +60,14 @@ export function identityService(
     getPluginCapabilities() {
       return { capabilities: cfg.capabilities as PluginCapability[] };
     },
-    async probe() {
+    async probe(_req, ctx) {
       let answer: ProbeAnswer;
       try {
         answer = await probe.answer();
       } catch (err) {
         answer = { kind: "error", code: Code.Internal, message: `probe failed: ${(err as Error).message}` };
       }
-      onProbe?.(answer);
+      onProbe?.(answer, ctx);
       return probeResult(answer);
     },
   };

@@ -11,7 +11,6 @@ import {
 } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import type http2 from "node:http2";
 import { file_csi_v1_csi, Identity } from "../../gen/csi/v1/csi_pb.js";
 import { file_grpc_health_v1_health, Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { file_grpc_reflection_v1_reflection } from "../../gen/grpc/reflection/v1/reflection_pb.js";
@@ -19,14 +18,14 @@ import { file_grpc_reflection_v1alpha_reflection } from "../../gen/grpc/reflecti
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import { LISTENER, type CompatHandler } from "../transport/h2-server.js";
-import { NETWORK_TCP, type StreamContext, type Surface } from "../transport/stream-route.js";
+import { requestContext, type CompatHandler, type StreamContext, type Surface } from "../transport/stream-route.js";
 import { answerResponse, badAuthority } from "../transport/edge-answer.js";
 import { clampDeadlineHeaders } from "../transport/grpc-timeout.js";
 import { requestPath } from "../transport/request-path.js";
 import { connectDecodeErrorsAsInvalidArgument, decodeErrorsAsInvalidArgument, specEncodeGrpcMessages } from "./decode-errors.js";
 import { healthService } from "./health.js";
 import { identityService, type IdentityConfig } from "./identity.js";
+import { ProbeCounts } from "./probe-metrics.js";
 import type { ProbeSource } from "./probe-source.js";
 import {
   DescriptorIndex,
@@ -55,12 +54,6 @@ export function contextValuesFor(contentType: string, ctx: StreamContext): Conte
   values.set(transportKey, transportOf(contentType, ctx));
   values.set(surfaceKey, ctx.surface);
   return values;
-}
-
-function streamContextOf(req: Parameters<CompatHandler>[0]): StreamContext {
-  const stream = (req as http2.Http2ServerRequest).stream;
-  const session = stream?.session as unknown as Record<symbol, StreamContext> | undefined;
-  return session?.[LISTENER] ?? NETWORK_TCP;
 }
 
 /** The proto files we describe over reflection, dependencies included. */
@@ -112,7 +105,6 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
     ? new DescriptorIndex(files, [...services, ...opts.csiOnlyServices])
     : networkIndex;
   const indexFor = (surface: Surface) => (surface === "csi" ? csiIndex : networkIndex);
-  const { metrics } = opts;
 
   const router: ConnectRouter = createConnectRouter({
     acceptCompression: ACCEPT_COMPRESSION,
@@ -121,26 +113,10 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
     // they are what lets a small request fill the heap.
     binaryOptions: { readUnknownFields: false },
     shutdownSignal: opts.shutdown,
-    interceptors: [
-      (next) => async (req) => {
-        const method = req.method.name === "Probe" ? "Probe" : req.method.name === "Check" ? "Health.Check" : undefined;
-        if (!method) return next(req);
-        const transport = req.contextValues.get(transportKey);
-        try {
-          const res = await next(req);
-          const msg = (res as { message?: { ready?: boolean; status?: number } }).message;
-          const ok = method === "Probe" ? msg?.ready !== false : msg?.status === 1;
-          metrics.probeRequests.inc({ transport, method, result: ok ? "ready" : "not_ready" });
-          return res;
-        } catch (err) {
-          metrics.probeRequests.inc({ transport, method, result: "error" });
-          throw err;
-        }
-      },
-    ],
   });
-  router.service(Identity, identityService(opts.identity, opts.probe));
-  router.service(Health, healthService(opts.readiness, opts.shutdown));
+  const counts = ProbeCounts.for(opts.metrics);
+  router.service(Identity, identityService(opts.identity, opts.probe, (answer, ctx) => counts.probe(ctx.values.get(transportKey), answer)));
+  router.service(Health, healthService(opts.readiness, opts.shutdown, (status, ctx) => counts.check(ctx.values.get(transportKey), status)));
   router.service(reflectionV1Module.ServerReflection, reflectionV1((ctx) => indexFor(ctx.values.get(surfaceKey))));
   router.service(reflectionV1alphaModule.ServerReflection, reflectionV1alpha((ctx) => indexFor(ctx.values.get(surfaceKey))));
 
@@ -164,7 +140,7 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
         req,
         res as never,
         undefined,
-        contextValuesFor(String(req.headers["content-type"] ?? ""), streamContextOf(req)),
+        contextValuesFor(String(req.headers["content-type"] ?? ""), requestContext(req)),
       );
     } catch (err) {
       // The edge validates the authority first; this is the last word if anything else cannot form a URL.

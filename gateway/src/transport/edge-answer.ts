@@ -1,10 +1,12 @@
+import { Code } from "@connectrpc/connect";
 import type http from "node:http";
 import http2 from "node:http2";
+import { trailersOnlyHeaders } from "./grpc-wire.js";
 
 /** An answer the edge gives by itself, in whichever protocol the client speaks. */
 export interface EdgeStatus {
-  /** gRPC status code (gRPC and gRPC-Web). */
-  grpc: number;
+  /** gRPC status (gRPC and gRPC-Web). */
+  grpc: Code;
   /** Connect error code name; its HTTP status follows the Connect protocol. */
   connect: "resource_exhausted" | "deadline_exceeded" | "invalid_argument";
   /** HTTP status for plain HTTP requests (/metrics, /healthz, ...). */
@@ -19,19 +21,19 @@ const CONNECT_HTTP: Record<EdgeStatus["connect"], number> = {
 };
 
 export const tooBusy = (what: string): EdgeStatus => ({
-  grpc: 8,
+  grpc: Code.ResourceExhausted,
   connect: "resource_exhausted",
   http: 503,
   message: `server busy: ${what}; retry later`,
 });
 export const requestTimedOut = (ms: number): EdgeStatus => ({
-  grpc: 4,
+  grpc: Code.DeadlineExceeded,
   connect: "deadline_exceeded",
   http: 408,
   message: `request not received in full within ${ms} ms`,
 });
 export const badAuthority = (): EdgeStatus => ({
-  grpc: 3,
+  grpc: Code.InvalidArgument,
   connect: "invalid_argument",
   http: 400,
   message: "invalid :authority or Host header",
@@ -47,9 +49,6 @@ function protocolOf(contentType: string | string[] | undefined): Protocol {
   return "http";
 }
 
-/** gRPC's percent-encoding for grpc-message: the edge's own texts are ASCII, '%' aside. */
-const grpcMessage = (m: string) => m.replace(/%/g, "%25");
-
 /** Header block and body for an edge answer; one place for both HTTP versions. */
 function render(
   contentType: string | string[] | undefined,
@@ -60,7 +59,7 @@ function render(
     const ct = String(contentType).split(";")[0];
     return {
       status: 200,
-      headers: { "content-type": ct, "grpc-status": String(s.grpc), "grpc-message": grpcMessage(s.message) },
+      headers: trailersOnlyHeaders(ct, s.grpc, s.message),
       body: undefined,
       trailersOnly: true,
     };
@@ -104,7 +103,7 @@ export function answerResponse(
   const headers: Record<string, string | number> = { ...r.headers, "content-length": Buffer.byteLength(r.body ?? "") };
   // Connection is an HTTP/1.1 header; node:http2 refuses it.
   if (close && (res as http.ServerResponse).shouldKeepAlive !== undefined) headers.connection = "close";
-  if (s.grpc === 8 && r.status !== 200) headers["retry-after"] = 1;
+  if (s.grpc === Code.ResourceExhausted && r.status !== 200) headers["retry-after"] = 1;
   res.writeHead(r.status, headers);
   if (r.body === undefined) res.end();
   else res.end(r.body);

@@ -1,3 +1,4 @@
+import { Code } from "@connectrpc/connect";
 import type http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
@@ -7,6 +8,7 @@ import { DeadlineSweep } from "./deadline-sweep.js";
 import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
 import { answerStream, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS } from "./edge-limits.js";
+import { respondTrailersOnly } from "./grpc-wire.js";
 import type { Edge } from "./edge.js";
 import type { Listener, StreamContext, StreamRoute } from "./stream-route.js";
 
@@ -137,9 +139,7 @@ export function createH2Server(opts: {
         if (route(stream, headers, ctx)) return;
       } catch (err) {
         logger.error({ err, path: headers[":path"] }, "stream route failed");
-        if (!stream.headersSent && !stream.destroyed) {
-          stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "13", "grpc-message": "internal error" }, { endStream: true });
-        }
+        respondTrailersOnly(stream, Code.Internal, "internal error");
         return;
       }
     }

@@ -1,4 +1,8 @@
-import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+// What the serving layers (services/, upstream/) may use of the transport:
+// the raw stream route contract, the compat-API handler shape, and the stream
+// context a request carries. The servers' internals stay in h1-/h2-server.ts.
+import type { Http2ServerRequest, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { LISTENER, resetUnreadRequest, type CompatHandler } from "./h2-server.js";
 
 /** Which kind of socket a stream arrived on; used for metrics labels. */
 export type Listener = "unix" | "tcp";
@@ -31,3 +35,14 @@ export type StreamRoute = (
   headers: IncomingHttpHeaders,
   ctx: StreamContext,
 ) => boolean;
+
+/** A request handler for both HTTP/1.1 and the HTTP/2 compatibility API (Connect's and hono's shape). */
+export type { CompatHandler };
+/** Marks which listener a session came in on; resetUnreadRequest: see h2-server.ts. */
+export { LISTENER, resetUnreadRequest };
+
+/** The context of the HTTP/2 session a compat-API request came on; HTTP/1.1 has none and is taken for NETWORK_TCP. */
+export function requestContext(req: Parameters<CompatHandler>[0]): StreamContext {
+  const session = (req as Http2ServerRequest).stream?.session as unknown as Record<symbol, StreamContext> | undefined;
+  return session?.[LISTENER] ?? NETWORK_TCP;
+}

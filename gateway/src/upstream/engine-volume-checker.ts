@@ -1,15 +1,11 @@
-import { buildCheckInput } from "../engine/check-input.js";
-import type { CatalogLike } from "../engine/engine.js";
+import { runPlugin, type PluginRunDeps } from "../engine/run-plugin.js";
 import type { CheckOutcome, PluginRuntime } from "../runtime/runtime.js";
-import type { LoadedPlugin, Mode } from "../runtime/types.js";
+import type { LoadedPlugin } from "../runtime/types.js";
 import type { VolumeChecker, VolumeRef, VolumeVerdict } from "./volume-checker.js";
 
-export interface EngineVolumeCheckerOptions {
-  /** The check engine's runtime (engine.runtime): the loaded plugin set and its sandbox. */
+export interface EngineVolumeCheckerOptions extends PluginRunDeps {
+  /** The runtime the check engine runs (the loaded plugin set and its sandbox); with the engine's catalog and mode. */
   runtime: Pick<PluginRuntime, "current" | "runCheck">;
-  /** The same source catalog the engine reads. */
-  catalog: Pick<CatalogLike, "read">;
-  mode: Mode;
 }
 
 /**
@@ -37,15 +33,8 @@ export class EngineVolumeChecker implements VolumeChecker {
     const facts: Record<string, string> = { "volume.id": volume.id, "volume.path": volume.path };
     if (volume.stagingPath) facts["volume.stagingPath"] = volume.stagingPath;
     const plugins = this.volumePlugins();
-    const outcomes = await Promise.all(plugins.map((p) => this.runOne(p, facts)));
+    const outcomes = await Promise.all(plugins.map((p) => runPlugin(this.opts, p, facts)));
     return combineVolumeOutcomes(plugins, outcomes);
-  }
-
-  private async runOne(p: LoadedPlugin, facts: Record<string, string>): Promise<CheckOutcome> {
-    const sources = await Promise.all(
-      p.manifest.sources.map(async (name) => [name, await this.opts.catalog.read(name, facts)] as const),
-    );
-    return this.opts.runtime.runCheck(p, (config) => buildCheckInput(this.opts.mode, sources, facts, Date.now(), config));
   }
 }
 

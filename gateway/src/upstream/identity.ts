@@ -2,7 +2,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { GetPluginInfoRequestSchema, GetPluginInfoResponseSchema } from "../../gen/csi/v1/csi_pb.js";
 import type { Logger } from "../observability/logger.js";
 import type { UpstreamConnection } from "./connection.js";
-import { statusName } from "./grpc-status.js";
+import { GRPC_OK, statusName } from "../transport/grpc-wire.js";
 import { GET_PLUGIN_INFO_PATH } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
 import type { UpstreamStatus } from "./status.js";
@@ -53,7 +53,7 @@ export class IdentityWatch {
       problem = `not answering yet: ${r.error.message}`;
     } else {
       status.markAnswered();
-      if (r.status !== 0) problem = `GetPluginInfo failed: ${statusName(r.status)}: ${r.message}`;
+      if (r.status !== GRPC_OK) problem = `GetPluginInfo failed: ${statusName(r.status)}: ${r.message}`;
       else {
         let name = "";
         try {

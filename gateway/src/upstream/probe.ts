@@ -4,7 +4,7 @@ import { ProbeRequestSchema, ProbeResponseSchema } from "../../gen/csi/v1/csi_pb
 import type { Logger } from "../observability/logger.js";
 import type { ProbeAnswer, ProbeSource } from "../services/probe-source.js";
 import { unavailableMessage, type UpstreamConnection } from "./connection.js";
-import { statusName } from "./grpc-status.js";
+import { GRPC_OK, statusName } from "../transport/grpc-wire.js";
 import { PROBE_PATH } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
 import type { UpstreamStatus } from "./status.js";
@@ -89,7 +89,7 @@ export class UpstreamProbeSource implements ProbeSource {
       return { kind: "unreachable", message: unavailableMessage(conn.display, r.error) };
     }
     this.opts.status.markAnswered();
-    if (r.status !== 0) {
+    if (r.status !== GRPC_OK) {
       metrics.probes.inc({ result: "error" });
       return {
         kind: "error",

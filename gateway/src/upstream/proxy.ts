@@ -1,12 +1,12 @@
+import { Code } from "@connectrpc/connect";
 import http2 from "node:http2";
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import { unavailableMessage, type UpstreamConnection } from "./connection.js";
 import { gatedPaths, notReadyReason } from "./gating.js";
-import { encodeFrame, singleMessage } from "./grpc-frames.js";
-import { encodeGrpcMessage, respondStatus, Status, statusForRstCode, statusName, statusOf } from "./grpc-status.js";
 import { formatGrpcTimeout, parseGrpcTimeout } from "../transport/grpc-timeout.js";
+import { encodeFrame, GRPC_OK, respondTrailersOnly, singleMessage, statusForRstCode, statusName, statusOf, statusTrailers } from "../transport/grpc-wire.js";
 import { volumeRefFromRequest, withVolumeCondition, withVolumeConditionCapability } from "./intercept.js";
 import {
   GET_PLUGIN_INFO_PATH,
@@ -127,7 +127,7 @@ class ForwardedCall {
     stream.once("close", () => {
       if (!this.finished) {
         this.up?.close(NGHTTP2_CANCEL);
-        this.finish(Status.CANCELLED);
+        this.finish(Code.Canceled);
       }
     });
 
@@ -135,7 +135,7 @@ class ForwardedCall {
       const reason = notReadyReason(deps.readiness.snapshot());
       if (reason) {
         deps.metrics.gated.inc({ method: this.info.label });
-        this.fail(Status.UNAVAILABLE, reason);
+        this.fail(Code.Unavailable, reason);
         return;
       }
     }
@@ -143,7 +143,7 @@ class ForwardedCall {
     const callerMs = parseGrpcTimeout(this.headers["grpc-timeout"]);
     const timeoutMs = Math.min(callerMs ?? deps.timeoutCapMs, deps.timeoutCapMs);
     if (timeoutMs <= 0) {
-      this.fail(Status.DEADLINE_EXCEEDED, "deadline exceeded before the call was forwarded");
+      this.fail(Code.DeadlineExceeded, "deadline exceeded before the call was forwarded");
       return;
     }
     if (!deps.status.answeredOnce) {
@@ -155,7 +155,7 @@ class ForwardedCall {
       void deps.status.waitForAnswer(timeoutMs).then((answered) => {
         if (this.finished) return;
         if (!answered) {
-          this.fail(Status.UNAVAILABLE, `upstream CSI driver at ${deps.conn.display} has not started answering yet`);
+          this.fail(Code.Unavailable, `upstream CSI driver at ${deps.conn.display} has not started answering yet`);
           return;
         }
         // forward() pipes the stream, which resumes it.
@@ -184,13 +184,13 @@ class ForwardedCall {
     try {
       up = deps.conn.request(out);
     } catch (err) {
-      this.fail(Status.UNAVAILABLE, unavailableMessage(deps.conn.display, err));
+      this.fail(Code.Unavailable, unavailableMessage(deps.conn.display, err));
       return;
     }
     this.up = up;
     this.timer = setTimeout(() => {
       up.close(NGHTTP2_CANCEL);
-      this.fail(Status.DEADLINE_EXCEEDED, `upstream did not answer within ${timeoutMs} ms`);
+      this.fail(Code.DeadlineExceeded, `upstream did not answer within ${timeoutMs} ms`);
     }, timeoutMs);
 
     if (this.rewrite === "volume-stats" || deps.logger.isLevelEnabled("debug")) this.requestChunks = [];
@@ -200,7 +200,7 @@ class ForwardedCall {
       this.requestBytes += chunk.length;
       if (this.requestBytes > maxBody) {
         stream.unpipe(up);
-        this.fail(Status.RESOURCE_EXHAUSTED, `request message is larger than ${deps.maxRequestBytes} bytes (--max-request-bytes)`);
+        this.fail(Code.ResourceExhausted, `request message is larger than ${deps.maxRequestBytes} bytes (--max-request-bytes)`);
         // The rest of the body is not wanted: RST_STREAM(NO_ERROR) after the status, as gRPC servers do.
         if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
         return;
@@ -220,14 +220,14 @@ class ForwardedCall {
     });
     up.on("error", (err) => {
       deps.logger.debug({ err, method: this.info.label }, "upstream stream error");
-      this.fail(Status.UNAVAILABLE, unavailableMessage(deps.conn.display, err));
+      this.fail(Code.Unavailable, unavailableMessage(deps.conn.display, err));
     });
     up.once("close", () => {
       // Normal completion: trailers arrived (or the call already ended).
       if (this.finished || this.trailers) return;
       // Reset without a status: map it like a gRPC client would.
       const code = statusForRstCode(up.rstCode);
-      this.fail(code, code === Status.UNAVAILABLE ? unavailableMessage(deps.conn.display, new Error("stream refused")) : `upstream reset the stream (HTTP/2 error ${up.rstCode})`);
+      this.fail(code, code === Code.Unavailable ? unavailableMessage(deps.conn.display, new Error("stream refused")) : `upstream reset the stream (HTTP/2 error ${up.rstCode})`);
     });
   }
 
@@ -252,7 +252,7 @@ class ForwardedCall {
     const { stream } = this;
     stream.respond(headers, { waitForTrailers: true });
     stream.once("wantTrailers", () => {
-      const t = this.trailers ?? { "grpc-status": String(Status.INTERNAL), "grpc-message": "upstream ended the call without a status" };
+      const t = this.trailers ?? statusTrailers(Code.Internal, "upstream ended the call without a status");
       stream.sendTrailers(t);
       this.finish(Number(t["grpc-status"]));
     });
@@ -285,7 +285,7 @@ class ForwardedCall {
 
   private async sendRewritten(headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<void> {
     let out: Uint8Array = body;
-    const ok = statusOf(this.trailers as http2.IncomingHttpHeaders) === Status.OK;
+    const ok = statusOf(this.trailers as http2.IncomingHttpHeaders) === GRPC_OK;
     const message = ok ? singleMessage(body) : undefined;
     if (message) {
       try {
@@ -347,7 +347,7 @@ class ForwardedCall {
   }
 
   /** Ends the call with a status, however far the reply has got. */
-  private fail(code: number, message: string): void {
+  private fail(code: Code, message: string): void {
     if (this.finished || this.ending) return;
     const { stream } = this;
     if (this.up) {
@@ -355,13 +355,13 @@ class ForwardedCall {
       if (!this.up.closed) this.up.close(NGHTTP2_CANCEL);
     }
     if (!stream.headersSent) {
-      respondStatus(stream, code, message);
+      respondTrailersOnly(stream, code, message);
       this.finish(code);
       return;
     }
     // Headers are out and respondStreaming waits for trailers: they carry the status.
     this.ending = true;
-    this.trailers = { "grpc-status": String(code), "grpc-message": encodeGrpcMessage(message) };
+    this.trailers = statusTrailers(code, message);
     if (!stream.writableEnded) stream.end();
   }
 
@@ -373,7 +373,7 @@ class ForwardedCall {
     const seconds = Number(process.hrtime.bigint() - this.t0) / 1e9;
     const codeName = Number.isNaN(code) ? "UNKNOWN" : statusName(code);
     deps.metrics.duration.observe({ method: info.label }, seconds);
-    if (code !== Status.OK) deps.metrics.errors.inc({ method: info.label, code: codeName });
+    if (code !== GRPC_OK) deps.metrics.errors.inc({ method: info.label, code: codeName });
     if (deps.logger.isLevelEnabled("debug")) {
       const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
       const message = body && singleMessage(body);

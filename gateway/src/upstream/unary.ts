@@ -1,8 +1,8 @@
 import http2 from "node:http2";
 import type { UpstreamConnection } from "./connection.js";
-import { encodeFrame, singleMessage } from "./grpc-frames.js";
-import { decodeGrpcMessage, statusForRstCode, statusOf, Status } from "./grpc-status.js";
+import { Code } from "@connectrpc/connect";
 import { formatGrpcTimeout } from "../transport/grpc-timeout.js";
+import { decodeGrpcMessage, encodeFrame, GRPC_OK, singleMessage, statusForRstCode, statusOf } from "../transport/grpc-wire.js";
 
 export type UnaryResult =
   | { kind: "reply"; status: number; message: string; body: Buffer | undefined }
@@ -57,14 +57,14 @@ export function unaryCall(conn: UpstreamConnection, path: string, request: Uint8
     stream.on("close", () => {
       if (Number.isNaN(status)) {
         const code = statusForRstCode(stream.rstCode);
-        if (code === Status.UNAVAILABLE || stream.rstCode === undefined) {
+        if (code === Code.Unavailable || stream.rstCode === undefined) {
           settle({ kind: "unreachable", error: new Error("stream closed without a status") });
         } else {
           settle({ kind: "reply", status: code, message: `stream reset (HTTP/2 error ${stream.rstCode})`, body: undefined });
         }
         return;
       }
-      settle({ kind: "reply", status, message, body: status === Status.OK ? singleMessage(Buffer.concat(chunks)) : undefined });
+      settle({ kind: "reply", status, message, body: status === GRPC_OK ? singleMessage(Buffer.concat(chunks)) : undefined });
     });
     stream.end(encodeFrame(request));
   });

@@ -2,7 +2,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
+import { CheckEngine } from "../../src/engine/engine.js";
 import type { SourceResult } from "../../src/engine/sources/index.js";
+import type { Metrics } from "../../src/observability/metrics.js";
+import { pluginMetricHooks } from "../../src/runtime/plugin-metrics.js";
+import { PluginRuntime, type RuntimeOptions } from "../../src/runtime/runtime.js";
 
 export const silentLogger = pino({ level: "silent" });
 
@@ -52,4 +56,30 @@ export class FakeCatalog {
     }
     return { ok: true, exitCode: 0, stdout: this.outputs.get(name) ?? "pass", stderr: "", error: null, truncated: false, fetchedAtMs: now - 5 };
   }
+}
+
+/**
+ * A CheckEngine over one plugin directory, wired as the gateway wires it
+ * (cli/checks.ts): the runtime built first, with the plugin metric hooks, and
+ * injected. Not started; engine.stop() also stops the runtime.
+ */
+export function engineOver(
+  dir: string,
+  opts: { catalog: FakeCatalog; metrics: Metrics; mode?: "node" | "controller"; checkIntervalMs?: number; runtime?: Partial<RuntimeOptions> },
+): CheckEngine {
+  const runtime = new PluginRuntime({
+    dir,
+    isKnownSource: (name) => opts.catalog.has(name),
+    logger: silentLogger,
+    ...pluginMetricHooks(opts.metrics),
+    ...opts.runtime,
+  });
+  return new CheckEngine({
+    mode: opts.mode ?? "node",
+    catalog: opts.catalog,
+    runtime,
+    checkIntervalMs: opts.checkIntervalMs ?? 60_000,
+    logger: silentLogger,
+    metrics: opts.metrics,
+  });
 }
