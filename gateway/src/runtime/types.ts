@@ -10,6 +10,8 @@ export type RefusalReason =
   | "MemoryTooLarge"
   | "BadManifest"
   | "UnsupportedAbi"
+  | "AbiMismatch"
+  | "BadExport"
   | "UnknownSource"
   | "DuplicateName"
   | "PluginTimeout"
@@ -47,7 +49,8 @@ export type ProbeKind = "readiness" | "liveness" | "volume";
 export type Mode = "node" | "controller";
 
 export interface PluginManifest {
-  abi: 1;
+  /** 1: AssemblyScript strings (plugins/ABI.md, v1); 2: UTF-8 byte buffers, any language (v2). */
+  abi: 1 | 2;
   name: string;
   version: string;
   description: string;
