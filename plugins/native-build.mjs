@@ -4,7 +4,10 @@
 // purpose: `probegate plugin new --lang rust|c` copies this file into the new
 // project as tools/build.mjs, and the repository's examples build with it.
 //
-//   node native-build.mjs [test]   in a project: build (and run its fixtures)
+//   node native-build.mjs                  in a project: build
+//   node native-build.mjs test [OPTIONS]   build, then run every fixture
+//   node native-build.mjs run OPTIONS      build, then one case by hand
+//                                          (probegate plugin test's options: --source NAME=FILE, …)
 //
 // A project says what to build in package.json:
 //   "probegate": {"lang": "rust"|"c", "name": "NAME", "sdk": "vendor/…",
@@ -172,11 +175,14 @@ function runnerPath() {
 
 async function main(argv) {
   const dir = process.cwd();
+  const [command, ...rest] = argv;
+  if (command !== undefined && command !== "test" && command !== "run") throw new Error(`unknown command ${JSON.stringify(command)} (test, run)`);
   const { wasm, fixtures } = buildProject(dir);
-  if (argv[0] !== "test") return 0;
+  if (command === undefined) return 0;
   // The gateway's own fixture runner: same loader, sandbox and input builder as a node.
   const { runPluginCommand } = await import(pathToFileURL(runnerPath()).href);
-  return runPluginCommand(["test", wasm, "--fixtures", fixtures, ...argv.slice(1)], { stdout: process.stdout, stderr: process.stderr, cwd: dir });
+  const args = command === "test" ? ["test", wasm, "--fixtures", fixtures, ...rest] : ["test", wasm, ...rest];
+  return runPluginCommand(args, { stdout: process.stdout, stderr: process.stderr, cwd: dir });
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
