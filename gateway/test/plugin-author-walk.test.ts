@@ -2,7 +2,6 @@
 // plugin new` into an empty directory, `npm install` (AssemblyScript from the
 // registry or npm's cache, the SDK from the vendored tarball), `npm run build`,
 // `npm test`, then the built .wasm in a running gateway's --plugins-dir.
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { BIN, ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { tempDir } from "./hostile/harness.js";
+import { runClean } from "./helpers/run-clean.js";
 
 let dir: { path: string; cleanup: () => Promise<void> };
 beforeAll(async () => {
@@ -24,21 +24,7 @@ afterEach(async () => {
   for (const n of nodes.splice(0)) n.cleanup();
 });
 
-/** A child's environment without the npm_* variables of a surrounding `npm test`, as on a fresh shell. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
-}
-
-function sh(argv: string[], cwd: string): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (c) => (out += c));
-    child.stderr.on("data", (c) => (out += c));
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, out }));
-  });
-}
+const sh = runClean;
 
 async function untilReadyz(gw: GatewayProcess, line: string, timeoutMs = 30_000): Promise<string> {
   const start = Date.now();
