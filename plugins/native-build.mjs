@@ -16,9 +16,9 @@
 //
 // Toolchains (Debian/Ubuntu: apt-get install rustc libstd-rust-dev-wasm32 | clang lld):
 // - Rust: the first rustc whose sysroot has the wasm32-unknown-unknown target
-//   ($PROBEGATE_RUSTC, then every rustc on PATH, then /usr/bin/rustc): a rustup
-//   rustc earlier on PATH often lacks the target, and Debian's has it.
-// - C: clang with wasm-ld (lld) beside it or on PATH.
+//   (every rustc on PATH, then /usr/bin/rustc; $PROBEGATE_RUSTC instead when
+//   set): a rustup rustc earlier on PATH often lacks the target, Debian's has it.
+// - C: clang ($PROBEGATE_CLANG instead when set) with wasm-ld (lld) beside it or on PATH.
 
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
@@ -48,7 +48,8 @@ function onPath(name) {
 /** The first rustc that can target wasm32-unknown-unknown, or why none can. */
 export function findRustc() {
   const tried = [];
-  const candidates = [process.env.PROBEGATE_RUSTC, ...onPath("rustc"), "/usr/bin/rustc"].filter(Boolean);
+  // PROBEGATE_RUSTC, when set, is the only candidate (so it can also say "none here").
+  const candidates = process.env.PROBEGATE_RUSTC ? [process.env.PROBEGATE_RUSTC] : [...onPath("rustc"), "/usr/bin/rustc"];
   for (const rustc of [...new Set(candidates)]) {
     try {
       const sysroot = run(rustc, ["--print", "sysroot"]).trim();
@@ -69,7 +70,9 @@ export function findRustc() {
 /** clang plus wasm-ld, or why not. */
 export function findClang() {
   const clang = process.env.PROBEGATE_CLANG || onPath("clang")[0];
-  if (!clang) return { ok: false, why: "no clang on PATH; install clang and lld (Debian/Ubuntu: apt-get install clang lld) or set PROBEGATE_CLANG" };
+  if (!existsSync(clang ?? "")) {
+    return { ok: false, why: `no clang${clang ? ` at ${clang}` : " on PATH"}; install clang and lld (Debian/Ubuntu: apt-get install clang lld) or set PROBEGATE_CLANG` };
+  }
   const lld = onPath("wasm-ld")[0] ?? (existsSync(join(dirname(clang), "wasm-ld")) ? join(dirname(clang), "wasm-ld") : null);
   if (!lld) return { ok: false, why: `${clang} is there but wasm-ld is not; install lld (Debian/Ubuntu: apt-get install lld)` };
   try {

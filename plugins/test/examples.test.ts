@@ -15,6 +15,9 @@ import type { SavedOutput } from "../../gateway/src/engine/sources/replay.js";
 import { readFixture } from "../../gateway/src/plugin-test/fixture-file.js";
 import { compareVerdict } from "../../gateway/src/plugin-test/fixture-run.js";
 import { PluginUnderTest, type CaseSpec, type Verdict } from "../../gateway/src/plugin-test/plugin-under-test.js";
+import { runPluginCommand } from "../../gateway/src/cli/plugin-commands.js";
+import { runPluginOnce } from "../../gateway/src/runtime/inspect.js";
+import { pluginInput } from "../../bench/lib/lnet-inputs.js";
 // @ts-expect-error: a plain .mjs build script, no types
 import { buildProject, findClang, findRustc } from "../native-build.mjs";
 import { DIST, ROOT } from "./harness";
@@ -105,6 +108,54 @@ describe("net-interfaces in AssemblyScript, Rust and C", () => {
   });
 });
 
+describe("the Rust and C builds as the gateway runs them", () => {
+  it("`probegate plugin inspect` shows ABI 2, the pg_ exports and the probegate_v2 imports", async () => {
+    for (const b of ["rust", "c"] as const) {
+      let out = "";
+      const code = await runPluginCommand(["inspect", BUILDS[b]], { stdout: { write: (t: string) => (out += t) }, stderr: { write: () => true }, cwd: ROOT });
+      expect(code, out).toBe(0);
+      expect(out).toMatch(/accepted: yes/);
+      expect(out).toMatch(/abi: +2 \(UTF-8 byte buffers/);
+      expect(out).toMatch(/exports: .*pg_check \(function\)/);
+      expect(out).not.toMatch(/imports: .*env\./);
+    }
+  });
+
+  it("return memory to the arena after every call: 50 calls on 1,024 interfaces leave memory where one left it", () => {
+    const input = Buffer.from(pluginInput(1024, ["sys.net.operstate"]), "utf8");
+    for (const b of ["rust", "c"] as const) {
+      const WA = (globalThis as unknown as { WebAssembly: { Instance: new (m: unknown, i: object) => { exports: Record<string, (...a: number[]) => unknown> & { memory: { buffer: ArrayBuffer } } }; Module: new (b: Uint8Array) => unknown } }).WebAssembly;
+      const ex = new WA.Instance(new WA.Module(readFileSync(BUILDS[b])), { probegate_v2: { log: () => {}, abort: () => { throw new Error("abort"); } } }).exports;
+      const call = () => {
+        const p = (ex.pg_alloc!(input.length) as number) >>> 0;
+        input.copy(Buffer.from(ex.memory.buffer, p, input.length));
+        const packed = BigInt.asUintN(64, ex.pg_check!(p, input.length) as bigint);
+        const out = Buffer.from(ex.memory.buffer, Number(packed & 0xffffffffn), Number(packed >> 32n)).toString("utf8");
+        ex.pg_reset!();
+        return out;
+      };
+      const first = call();
+      const after = ex.memory.buffer.byteLength;
+      for (let i = 0; i < 50; i++) expect(call()).toBe(first);
+      expect(ex.memory.buffer.byteLength, b).toBe(after);
+    }
+  });
+
+  it("fault with PluginMemoryLimit, naming the cap, when an input needs more than --plugin-memory", async () => {
+    // ~1.3 MiB of input: copied into the arena and parsed, more than a 2 MiB cap leaves.
+    const input = pluginInput(60_000, ["sys.net.operstate"]);
+    for (const b of ["rust", "c"] as const) {
+      const r = await runPluginOnce(new Uint8Array(readFileSync(BUILDS[b])), input, { memoryMiB: 2, timeoutMs: 5000 });
+      expect(r.accepted, b).toBe(true);
+      if (r.accepted) expect(r.outcome, b).toMatchObject({ kind: "fault", reason: "PluginMemoryLimit", message: expect.stringMatching(/past its cap of 2 MiB/) });
+      // The default cap has room: the same input gets a verdict.
+      const roomy = await runPluginOnce(new Uint8Array(readFileSync(BUILDS[b])), input, { timeoutMs: 5000 });
+      expect(roomy.accepted, b).toBe(true);
+      if (roomy.accepted) expect(roomy.outcome, b).toMatchObject({ kind: "verdict", output: { status: "pass", reason: "InterfacesUp" } });
+    }
+  });
+});
+
 // The compile steps. Without a compiler they are skipped, and the name says why.
 const toolchains = [
   ["net-interfaces-rust", rustc, recorded.rustc, "plugins/sdk-rust"],
@@ -112,6 +163,9 @@ const toolchains = [
 ] as const;
 
 describe("the committed example modules", () => {
+  beforeAll(() => {
+    for (const [name, tool] of toolchains) if (!tool.ok) console.warn(`skip: compiling ${name}: ${tool.why}`);
+  });
   for (const [name, tool, recordedVersion, sdk] of toolchains) {
     const title = tool.ok
       ? `${name}.wasm is what its source builds to with ${tool.version} (built in another directory)`
