@@ -6,12 +6,12 @@
 // author's walk is plugin-author-walk-native.test.ts.
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readFixture } from "../src/plugin-test/fixture-file.js";
 import { compareVerdict } from "../src/plugin-test/fixture-run.js";
-import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
+import { fakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
-import { tempDir } from "./hostile/harness.js";
+import { gatewayTestScope } from "./helpers/test-scope.js";
 
 const FIXTURES = join(ROOT, "plugins", "net-interfaces", "fixtures");
 const BUILDS = {
@@ -21,17 +21,8 @@ const BUILDS = {
 };
 const NAMES = Object.keys(BUILDS);
 
-let dir: { path: string; cleanup: () => Promise<void> };
-beforeAll(async () => {
-  dir = await tempDir();
-});
-afterAll(() => dir.cleanup());
-const running: GatewayProcess[] = [];
-const nodes: FakeLnet[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.stop()));
-  for (const n of nodes.splice(0)) n.cleanup();
-});
+const scope = gatewayTestScope();
+const { running, nodes } = scope;
 
 interface Condition {
   name: string;
@@ -94,7 +85,7 @@ describe("net-interfaces in three languages, one gateway", () => {
           operstate: Object.fromEntries(ifaces.filter(([, s]) => s !== "absent").map(([i, s]) => [i, `${s}\n`])),
         });
         nodes.push(node);
-        const plugins = join(dir.path, f.replace(/\.yaml$/, ""));
+        const plugins = join(scope.path(), f.replace(/\.yaml$/, ""));
         mkdirSync(plugins);
         copyFileSync(join(ROOT, "dist", "plugins", "lnet-nets.wasm"), join(plugins, "lnet-nets.wasm"));
         for (const [name, file] of Object.entries(BUILDS)) {

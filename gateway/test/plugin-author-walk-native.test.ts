@@ -5,26 +5,17 @@
 // Skipped, by name, without the compilers.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
-import { BIN, ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
-import { tempDir } from "./hostile/harness.js";
+import { describe, expect, it } from "vitest";
+import { fakeLnet } from "./helpers/fake-lnet.js";
+import { BIN, ROOT, startGatewayProcess } from "./helpers/gateway-process.js";
+import { gatewayTestScope } from "./helpers/test-scope.js";
 import { runClean as sh } from "./helpers/run-clean.js";
 import { untilReadyz } from "./helpers/readyz.js";
 // @ts-expect-error: a plain .mjs build script, no types
 import { findClang, findRustc } from "../../plugins/native-build.mjs";
 
-let dir: { path: string; cleanup: () => Promise<void> };
-beforeAll(async () => {
-  dir = await tempDir();
-});
-afterAll(() => dir.cleanup());
-const running: GatewayProcess[] = [];
-const nodes: FakeLnet[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.stop()));
-  for (const n of nodes.splice(0)) n.cleanup();
-});
+const scope = gatewayTestScope();
+const { running, nodes } = scope;
 
 describe("the Rust and C author's walk", () => {
   const rust = findRustc();
@@ -35,13 +26,13 @@ describe("the Rust and C author's walk", () => {
       ? `plugin new --lang rust|c → npm test → beside an AssemblyScript check in a gateway (skipped: ${missing.join("; ")})`
       : "plugin new --lang rust|c → npm test → beside an AssemblyScript check in a gateway",
     async () => {
-      const plugins = join(dir.path, "walk-plugins");
+      const plugins = join(scope.path(), "walk-plugins");
       mkdirSync(plugins);
       for (const lang of ["rust", "c"]) {
         const name = `lines-${lang}`;
-        const created = await sh([process.execPath, BIN, "plugin", "new", name, "--lang", lang, "--dir", dir.path], dir.path);
+        const created = await sh([process.execPath, BIN, "plugin", "new", name, "--lang", lang, "--dir", scope.path()], scope.path());
         expect(created.code, created.out).toBe(0);
-        const project = join(dir.path, name);
+        const project = join(scope.path(), name);
         // Standalone: nothing points back into this checkout.
         for (const f of ["package.json", "README.md", lang === "rust" ? "src/lib.rs" : "src/check.c"]) expect(readFileSync(join(project, f), "utf8")).not.toContain(ROOT);
         const test = await sh(["npm", "test"], project);

@@ -5,24 +5,14 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
+import { describe, expect, it } from "vitest";
+import { fakeLnet } from "./helpers/fake-lnet.js";
 import { BIN, ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
-import { tempDir } from "./hostile/harness.js";
+import { gatewayTestScope } from "./helpers/test-scope.js";
 import { runClean } from "./helpers/run-clean.js";
 
-let dir: { path: string; cleanup: () => Promise<void> };
-beforeAll(async () => {
-  dir = await tempDir();
-});
-afterAll(() => dir.cleanup());
-
-const running: GatewayProcess[] = [];
-const nodes: FakeLnet[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.stop()));
-  for (const n of nodes.splice(0)) n.cleanup();
-});
+const scope = gatewayTestScope();
+const { running, nodes } = scope;
 
 const sh = runClean;
 
@@ -39,13 +29,13 @@ async function untilReadyz(gw: GatewayProcess, line: string, timeoutMs = 30_000)
 
 describe("plugin author walk", () => {
   it("plugin new → npm install → npm run build → npm test → a check in /readyz?verbose", async () => {
-    expect(dir.path.startsWith(ROOT)).toBe(false);
+    expect(scope.path().startsWith(ROOT)).toBe(false);
     expect(tmpdir().startsWith(ROOT)).toBe(false);
     const started = Date.now();
 
-    const created = await sh([process.execPath, BIN, "plugin", "new", "mount-lines", "--dir", dir.path], dir.path);
+    const created = await sh([process.execPath, BIN, "plugin", "new", "mount-lines", "--dir", scope.path()], scope.path());
     expect(created.code, created.out).toBe(0);
-    const project = join(dir.path, "mount-lines");
+    const project = join(scope.path(), "mount-lines");
     const pkg = JSON.parse(readFileSync(join(project, "package.json"), "utf8"));
     expect(pkg.devDependencies.assemblyscript).toBe(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).devDependencies.assemblyscript);
     expect(pkg.devDependencies["@probegate/plugin-sdk"]).toBe("file:vendor/probegate-plugin-sdk-1.0.0.tgz");
