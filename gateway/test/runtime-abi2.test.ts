@@ -8,7 +8,7 @@ import { loadPlugin } from "../src/runtime/loader.js";
 import { Sandbox } from "../src/runtime/sandbox.js";
 import type { LoadedPlugin } from "../src/runtime/types.js";
 import { compileEcho } from "./hostile/build.js";
-import { op, packed, v2Module, type Func } from "./hostile/wasm-asm.js";
+import { assemble, op, packed, v2Module, type Func } from "./hostile/wasm-asm.js";
 
 const known = (s: string) => ["lctl.list_nids"].includes(s);
 const INPUT = JSON.stringify({ mode: "node", sources: {}, facts: {} });
@@ -43,6 +43,8 @@ describe("ABI v2 load-time validation", () => {
     ["an import outside the ABI", v2Module("x", { imports: [{ module: "wasi_snapshot_preview1", name: "fd_write", params: ["i32"], results: ["i32"] }] }), "ForbiddenImport", /wasi_snapshot_preview1\.fd_write .*only probegate_v2\.log and probegate_v2\.abort/],
     ["a v1 import in a v2 module", v2Module("x", { imports: [{ module: "env", name: "trace", params: ["i32", "i32"], results: [] }] }), "AbiMismatch", /exports ABI v2 entry points .* imports ABI v1's env\.trace/],
     ["a v2 import with the wrong signature", v2Module("x", { imports: [{ module: "probegate_v2", name: "log", params: ["i64"], results: [] }] }), "ForbiddenImport", /probegate_v2\.log has signature \(i64\) -> \(\); ABI v2 declares it \(i32, i32\) -> \(\)/],
+    ["a v2 import in a v1 module", assemble({ imports: [LOG], funcs: [{ export: "check", params: ["i32"], results: ["i32"], code: op.i32(0) }] }), "AbiMismatch", /imports ABI v2's probegate_v2\.log but exports ABI v1 entry points \(check\)/],
+    ["a v2 import and no entry points at all", assemble({ imports: [LOG], funcs: [] }), "MissingExport", /required function export pg_manifest is missing \(ABI v2\)/],
     ["v1 and v2 exports together", v2Module("x", { funcs: (b) => [...b, { export: "check", params: ["i32"], results: ["i32"], code: op.i32(0) }] }), "AbiMismatch", /exports both ABI v1 \(check\) and ABI v2 \(pg_manifest, pg_check, pg_alloc, pg_reset\)/],
     ["no pg_reset", v2Module("x", { funcs: (b) => b.filter((f) => f.export !== "pg_reset") }), "MissingExport", /required function export pg_reset is missing \(ABI v2\)/],
     ["pg_check returning an i32", v2Module("x", { funcs: replace("pg_check", { results: ["i32"], code: op.i32(8192) }) }), "BadExport", /pg_check has signature \(i32, i32\) -> i32; ABI v2 requires \(i32, i32\) -> i64/],

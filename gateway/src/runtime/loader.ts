@@ -104,9 +104,12 @@ function checkInterface(module: WasmModule, bytes: Uint8Array): Checked {
       message: `the module exports both ABI v1 (${marks.v1.join(", ")}) and ABI v2 (${marks.v2.join(", ")}) entry points; a plugin speaks one ABI`,
     };
   }
-  const abi: 1 | 2 = marks.v2.length > 0 ? 2 : 1;
+  const importList = wasm.Module.imports(module);
+  // No entry points of either ABI: the imports say which one it meant (and its MissingExport names that ABI's).
+  const v2Imports = importList.some((i) => V2_IMPORTS.has(`${i.module}.${i.name}`));
+  const abi: 1 | 2 = marks.v2.length > 0 || (marks.v1.length === 0 && v2Imports) ? 2 : 1;
   const sigs = abi === 2 ? readSignatures(bytes) : null;
-  for (const imp of wasm.Module.imports(module)) {
+  for (const imp of importList) {
     const id = `${imp.module}.${imp.name}`;
     const otherAbi = abi === 2 ? V1_IMPORTS.has(id) : V2_IMPORTS.has(id);
     if (otherAbi && imp.kind === "function") {
@@ -116,7 +119,7 @@ function checkInterface(module: WasmModule, bytes: Uint8Array): Checked {
         message:
           abi === 2
             ? `the module exports ABI v2 entry points (${marks.v2.join(", ")}) but imports ABI v1's ${id}; v2 modules import only probegate_v2.log and probegate_v2.abort`
-            : `the module imports ABI v2's ${id} but exports ABI v1 entry points (${marks.v1.join(", ") || "none of v2's"}); a plugin speaks one ABI`,
+            : `the module imports ABI v2's ${id} but exports ABI v1 entry points (${marks.v1.join(", ")}); a plugin speaks one ABI`,
       };
     }
     const allowed = abi === 2 ? V2_IMPORTS.has(id) : V1_IMPORTS.has(id);
