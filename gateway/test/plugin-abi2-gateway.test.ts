@@ -2,8 +2,9 @@
 // AssemblyScript, Rust and C, loaded together, report the same condition
 // (status, reason, message) on every fixture a node can reproduce — the
 // fixture's interfaces come from a fake `lnetctl net show` (through
-// lnet-nets' fact) and their states from a fake sysfs. The Rust and C
-// author's walk is plugin-author-walk-native.test.ts.
+// lnet-nets' fact) and their states from a fake sysfs; and hostile v2 modules
+// are refused or quarantined with their reasons while the rest keeps
+// answering. The Rust and C author's walk is plugin-author-walk-native.test.ts.
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -12,6 +13,7 @@ import { compareVerdict } from "../src/plugin-test/fixture-run.js";
 import { fakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { gatewayTestScope } from "./helpers/test-scope.js";
+import { op, v2Module } from "./hostile/wasm-asm.js";
 
 const FIXTURES = join(ROOT, "plugins", "net-interfaces", "fixtures");
 const BUILDS = {
@@ -105,4 +107,34 @@ describe("net-interfaces in three languages, one gateway", () => {
       60_000,
     );
   }
+});
+
+describe("hostile ABI v2 modules in a running gateway", () => {
+  it("a looping one is quarantined, refused ones are listed with their reasons, and the good ones keep answering", async () => {
+    const plugins = join(scope.path(), "hostile");
+    mkdirSync(plugins);
+    writeFileSync(join(plugins, "spin.wasm"), v2Module("spin", { check: [...op.spin, ...op.unreachable] }));
+    writeFileSync(join(plugins, "liar.wasm"), v2Module("liar", { manifest: JSON.stringify({ abi: 1, name: "liar", version: "1.0.0", modes: ["node"] }) }));
+    writeFileSync(join(plugins, "mixed.wasm"), v2Module("mixed", { imports: [{ module: "env", name: "abort", params: ["i32", "i32", "i32", "i32"], results: [] }] }));
+    writeFileSync(join(plugins, "good-v2.wasm"), v2Module("good-v2"));
+    copyFileSync(BUILDS["net-interfaces-c"], join(plugins, "net-interfaces-c.wasm"));
+    const node = fakeLnet({ netShow: { out: netShow(["eth0"]) }, operstate: { eth0: "up\n" } });
+    nodes.push(node);
+    copyFileSync(join(ROOT, "dist", "plugins", "lnet-nets.wasm"), join(plugins, "lnet-nets.wasm"));
+    const gw = await startGatewayProcess(
+      [`--path.sysfs=${node.sysfs}`, `--path.procfs=${node.procfs}`, `--plugins-dir=${plugins}`, "--check-interval=1s", "--plugin-timeout=200ms", "--quarantine-after=2", "--quarantine-backoff=30s"],
+      { env: node.env },
+    );
+    running.push(gw);
+    const text = await until(async () => {
+      const t = await (await fetch(`http://${gw.http}/readyz?verbose`)).text();
+      return t.includes("[-]spin failed: PluginQuarantined") && t.includes("[+]net-interfaces-c ok") ? t : null;
+    }, "the looping module to be quarantined");
+    expect(text).toMatch(/\[-\]spin failed: PluginQuarantined: .*PluginTimeout/);
+    expect(text).toMatch(/\[!\]liar\.wasm refused: AbiMismatch: manifest says abi 1, but the module's imports and exports are ABI v2's/);
+    expect(text).toMatch(/\[!\]mixed\.wasm refused: AbiMismatch: .*imports ABI v1's env\.abort/);
+    expect(text).toContain("[+]good-v2 ok");
+    // The gateway itself stays live, whatever its plugins do.
+    expect((await fetch(`http://${gw.http}/livez`)).status).toBe(200);
+  }, 60_000);
 });
