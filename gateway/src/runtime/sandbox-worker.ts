@@ -230,6 +230,8 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
           // pg_alloc failing because the cap refused memory is a memory fault, not bad output.
           throw new Error(r.message);
         }
+        // A module that handed back a bad buffer may be in any state: the next call gets a fresh instance.
+        if (!r.ok) e.instance = null;
         return r;
       }
       let ptr: number;
