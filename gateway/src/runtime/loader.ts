@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Sandbox } from "./sandbox.js";
 import { parseManifest } from "./schema.js";
-import { DEFAULTS, MiB, type LoadedPlugin, type PluginRefusal, type RefusalReason } from "./types.js";
+import { DEFAULTS, MiB, type LoadedPlugin, type PluginAbi, type PluginRefusal, type RefusalReason } from "./types.js";
 import { wasm, type WasmExternKind, type WasmModule } from "./wasm-api.js";
 import { MemoryTooLargeError, WASM_PAGE, WasmFormatError, capMemory } from "./wasm-binary.js";
 import { hookMemoryGrow } from "./wasm-grow-hook.js";
@@ -65,7 +65,7 @@ export async function compileChecked(
   bytes: Uint8Array,
   file: string,
   opts: { maxFileBytes?: number; memoryMiB?: number },
-): Promise<{ ok: true; module: WasmModule; sha256: string; abi: 1 | 2 } | { ok: false; refusal: PluginRefusal }> {
+): Promise<{ ok: true; module: WasmModule; sha256: string; abi: PluginAbi } | { ok: false; refusal: PluginRefusal }> {
   const sha = sha256Hex(bytes);
   const maxFileBytes = opts.maxFileBytes ?? DEFAULTS.maxFileBytes;
   if (bytes.length > maxFileBytes) {
@@ -91,7 +91,7 @@ export async function compileChecked(
   return { ok: true, module, sha256: sha, abi: checked.abi };
 }
 
-type Checked = { ok: true; abi: 1 | 2 } | { ok: false; reason: RefusalReason; message: string };
+type Checked = { ok: true; abi: PluginAbi } | { ok: false; reason: RefusalReason; message: string };
 
 /** Imports and exports against the ABI the exports speak: v1, v2, never both. */
 function checkInterface(module: WasmModule, bytes: Uint8Array): Checked {
@@ -107,7 +107,7 @@ function checkInterface(module: WasmModule, bytes: Uint8Array): Checked {
   const importList = wasm.Module.imports(module);
   // No entry points of either ABI: the imports say which one it meant (and its MissingExport names that ABI's).
   const v2Imports = importList.some((i) => V2_IMPORTS.has(`${i.module}.${i.name}`));
-  const abi: 1 | 2 = marks.v2.length > 0 || (marks.v1.length === 0 && v2Imports) ? 2 : 1;
+  const abi: PluginAbi = marks.v2.length > 0 || (marks.v1.length === 0 && v2Imports) ? 2 : 1;
   const sigs = abi === 2 ? readSignatures(bytes) : null;
   for (const imp of importList) {
     const id = `${imp.module}.${imp.name}`;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginManifest } from "./types.js";
+import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABIS, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginAbi, type PluginManifest } from "./types.js";
 
 // Per plugins/ABI.md, versions 1 and 2 (same manifest and output schemas;
 // only the calling convention differs). Unknown extra keys are ignored (zod strips them).
@@ -27,7 +27,7 @@ const configKeyDecl = z
   });
 
 const manifestSchema = z.object({
-  abi: z.union([z.literal(1), z.literal(2)]),
+  abi: z.literal(PLUGIN_ABIS),
   name: z.string().regex(NAME, "must match ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"),
   version: z.string().regex(SEMVERISH, "must look like a semantic version (1.2.3)"),
   description: z.string().max(MESSAGE_MAX).default(""),
@@ -120,15 +120,12 @@ export type ManifestResult =
   | { ok: true; manifest: PluginManifest }
   | { ok: false; reason: "BadManifest" | "UnsupportedAbi" | "AbiMismatch"; message: string };
 
-/** The ABI versions this gateway speaks. */
-export const SUPPORTED_ABIS: readonly number[] = [1, 2];
-
 /**
  * `abi` is the version the module's imports and exports speak (the loader
  * decides it before running anything); a manifest claiming another one is
  * refused, since the host would marshal its calls wrongly.
  */
-export function parseManifest(text: string, abi: 1 | 2 = 1): ManifestResult {
+export function parseManifest(text: string, abi: PluginAbi = 1): ManifestResult {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -139,11 +136,11 @@ export function parseManifest(text: string, abi: 1 | 2 = 1): ManifestResult {
     return { ok: false, reason: "BadManifest", message: "manifest() must return a JSON object" };
   }
   const claimed = (raw as { abi?: unknown }).abi;
-  if (typeof claimed !== "number" || !SUPPORTED_ABIS.includes(claimed)) {
+  if (!(PLUGIN_ABIS as readonly unknown[]).includes(claimed)) {
     return {
       ok: false,
       reason: "UnsupportedAbi",
-      message: `manifest abi ${JSON.stringify(claimed) ?? "(missing)"} is not supported; this gateway speaks abi ${SUPPORTED_ABIS.join(" and ")}`,
+      message: `manifest abi ${JSON.stringify(claimed) ?? "(missing)"} is not supported; this gateway speaks abi ${PLUGIN_ABIS.join(" and ")}`,
     };
   }
   if (claimed !== abi) {
@@ -158,7 +155,7 @@ export function parseManifest(text: string, abi: 1 | 2 = 1): ManifestResult {
   return { ok: true, manifest: r.data as PluginManifest };
 }
 
-const ABI_ENTRY_POINTS: Record<1 | 2, string> = { 1: "manifest, check, __new", 2: "pg_manifest, pg_check, pg_alloc" };
+const ABI_ENTRY_POINTS: Record<PluginAbi, string> = { 1: "manifest, check, __new", 2: "pg_manifest, pg_check, pg_alloc" };
 
 export type OutputResult = { ok: true; output: CheckOutput } | { ok: false; message: string };
 

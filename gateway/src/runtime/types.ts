@@ -48,9 +48,17 @@ export type ConfigDecl = Record<string, ConfigKeyDecl>;
 export type ProbeKind = "readiness" | "liveness" | "volume";
 export type Mode = "node" | "controller";
 
+/**
+ * The plugin ABIs this gateway speaks, side by side (plugins/ABI.md): 1, AssemblyScript
+ * strings; 2, UTF-8 byte buffers from any language. A manifest declares one of them.
+ */
+export const PLUGIN_ABIS = [1, 2] as const;
+export type PluginAbi = (typeof PLUGIN_ABIS)[number];
+/** The newest of them (every earlier one is spoken too): the `abi` label of probegate_build_info. */
+export const PLUGIN_ABI: PluginAbi = 2;
+
 export interface PluginManifest {
-  /** 1: AssemblyScript strings (plugins/ABI.md, v1); 2: UTF-8 byte buffers, any language (v2). */
-  abi: 1 | 2;
+  abi: PluginAbi;
   name: string;
   version: string;
   description: string;
