@@ -308,7 +308,7 @@ describe.skipIf(!BUILT)("metrics the rules and the dashboard name, scraped from 
 
   it("the build info carries version, Node.js version and plugin ABI", () => {
     const [info] = scrapes.demo.samples.get("probegate_build_info") ?? [];
-    expect(info).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), node_version: process.version, abi: "1" });
+    expect(info).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), node_version: process.version, abi: "1,2" });
   });
 
   it("every panel has data in the demo (gateway-mode and Node reporting panels: in that mode), and names only exported metrics", () => {

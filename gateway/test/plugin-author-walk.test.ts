@@ -2,43 +2,19 @@
 // plugin new` into an empty directory, `npm install` (AssemblyScript from the
 // registry or npm's cache, the SDK from the vendored tarball), `npm run build`,
 // `npm test`, then the built .wasm in a running gateway's --plugins-dir.
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
+import { describe, expect, it } from "vitest";
+import { fakeLnet } from "./helpers/fake-lnet.js";
 import { BIN, ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
-import { tempDir } from "./hostile/harness.js";
+import { gatewayTestScope } from "./helpers/test-scope.js";
+import { runClean } from "./helpers/run-clean.js";
 
-let dir: { path: string; cleanup: () => Promise<void> };
-beforeAll(async () => {
-  dir = await tempDir();
-});
-afterAll(() => dir.cleanup());
+const scope = gatewayTestScope();
+const { running, nodes } = scope;
 
-const running: GatewayProcess[] = [];
-const nodes: FakeLnet[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.stop()));
-  for (const n of nodes.splice(0)) n.cleanup();
-});
-
-/** A child's environment without the npm_* variables of a surrounding `npm test`, as on a fresh shell. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
-}
-
-function sh(argv: string[], cwd: string): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (c) => (out += c));
-    child.stderr.on("data", (c) => (out += c));
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, out }));
-  });
-}
+const sh = runClean;
 
 async function untilReadyz(gw: GatewayProcess, line: string, timeoutMs = 30_000): Promise<string> {
   const start = Date.now();
@@ -53,13 +29,13 @@ async function untilReadyz(gw: GatewayProcess, line: string, timeoutMs = 30_000)
 
 describe("plugin author walk", () => {
   it("plugin new → npm install → npm run build → npm test → a check in /readyz?verbose", async () => {
-    expect(dir.path.startsWith(ROOT)).toBe(false);
+    expect(scope.path().startsWith(ROOT)).toBe(false);
     expect(tmpdir().startsWith(ROOT)).toBe(false);
     const started = Date.now();
 
-    const created = await sh([process.execPath, BIN, "plugin", "new", "mount-lines", "--dir", dir.path], dir.path);
+    const created = await sh([process.execPath, BIN, "plugin", "new", "mount-lines", "--dir", scope.path()], scope.path());
     expect(created.code, created.out).toBe(0);
-    const project = join(dir.path, "mount-lines");
+    const project = join(scope.path(), "mount-lines");
     const pkg = JSON.parse(readFileSync(join(project, "package.json"), "utf8"));
     expect(pkg.devDependencies.assemblyscript).toBe(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).devDependencies.assemblyscript);
     expect(pkg.devDependencies["@probegate/plugin-sdk"]).toBe("file:vendor/probegate-plugin-sdk-1.0.0.tgz");

@@ -18,7 +18,7 @@ const INPUT = JSON.stringify({ mode: "node", sources: {}, facts: {} });
 let bin: Record<string, Uint8Array>;
 
 beforeAll(async () => {
-  const names = ["loop", "memhog", "trap", "abort", "badout", "wasi", "noexport", "badmanifest", "unknownsource", "abi2", "manifestloop"];
+  const names = ["loop", "memhog", "trap", "abort", "badout", "wasi", "noexport", "badmanifest", "unknownsource", "abi3", "manifestloop"];
   bin = {};
   for (const n of names) bin[n] = await compileHostile(n);
   bin.good = await compileEcho({ name: "good" });
@@ -89,7 +89,7 @@ describe("static validation and manifest", () => {
 
   it("refuses bad manifests, unknown ABIs and unknown sources", async () => {
     expect((await refuse(bin.badmanifest!)).reason).toBe("BadManifest");
-    expect((await refuse(bin.abi2!)).reason).toBe("UnsupportedAbi");
+    expect((await refuse(bin.abi3!)).reason).toBe("UnsupportedAbi");
     const u = await refuse(bin.unknownsource!);
     expect(u.reason).toBe("UnknownSource");
     expect(u.message).toContain("etc.shadow");

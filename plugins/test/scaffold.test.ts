@@ -43,6 +43,30 @@ describe("scaffoldPlugin", () => {
     expect(readme).toContain('"@probegate/plugin-sdk": "^1.0.0"');
   });
 
+  it.each([
+    ["rust", ["Cargo.toml", "src/lib.rs", "vendor/probegate-sdk/Cargo.toml", "vendor/probegate-sdk/src/lib.rs"]],
+    ["c", ["src/check.c", "vendor/probegate-sdk-c/probegate.c", "vendor/probegate-sdk-c/probegate.h"]],
+  ] as const)("writes a standalone %s project (ABI v2) that builds and tests with `npm test`", async (lang, own) => {
+    const name = `lines-${lang}`;
+    const files = (await scaffoldPlugin(name, { dir: tmp, lang })).map((f) => relative(join(tmp, name), f));
+    expect(files).toEqual(expect.arrayContaining([".gitignore", "README.md", "fixtures/one-line.yaml", "fixtures/two-lines.yaml", "package.json", "tools/build.mjs", "tools/plugin-test.mjs", ...own]));
+    const p = (f: string) => join(tmp, name, f);
+    const pkg = JSON.parse(readFileSync(p("package.json"), "utf8"));
+    expect(pkg.scripts).toEqual({ build: "node tools/build.mjs", test: "node tools/build.mjs test" });
+    expect(pkg.probegate).toMatchObject({ lang, name });
+    expect(pkg.dependencies ?? pkg.devDependencies).toBeUndefined();
+    // The SDK and the build script are copies of this tree's, the runner the packed SDK's bundle.
+    const sdk = lang === "rust" ? ["sdk-rust/src/lib.rs", "vendor/probegate-sdk/src/lib.rs"] : ["sdk-c/probegate.h", "vendor/probegate-sdk-c/probegate.h"];
+    expect(readFileSync(p(sdk[1]!))).toEqual(readFileSync(join(ROOT, "plugins", sdk[0]!)));
+    expect(readFileSync(p("tools/build.mjs"))).toEqual(readFileSync(join(ROOT, "plugins", "native-build.mjs")));
+    for (const f of files) if (!f.startsWith("tools/")) expect(readFileSync(p(f), "utf8"), f).not.toContain(ROOT);
+    expect(parseYaml(readFileSync(p("fixtures/one-line.yaml"), "utf8")).expect).toMatchObject({ status: "fail", reason: "TooFewLines" });
+  });
+
+  it("rejects an unknown language", async () => {
+    await expect(scaffoldPlugin("go-check", { dir: tmp, lang: "go" as "c" })).rejects.toThrow(/invalid language "go": use assemblyscript, rust, c/);
+  });
+
   it("refuses to overwrite an existing project", async () => {
     await scaffoldPlugin("twice", { dir: tmp });
     await expect(scaffoldPlugin("twice", { dir: tmp })).rejects.toThrow(/already exists/);

@@ -128,7 +128,7 @@ export function helpText(version: string): string {
     "",
     "Usage:",
     "  probegate [flags]                  serve csi.v1.Identity, grpc.health.v1 and reflection",
-    "  probegate plugin new NAME [--dir DIR]                      create a standalone check plugin project",
+    "  probegate plugin new NAME [--dir DIR] [--lang LANG]        create a standalone check plugin project (assemblyscript|rust|c)",
     "  probegate plugin test PLUGIN.wasm --fixtures PATH...       run a plugin's fixture files (or --source NAME=FILE ...)",
     "  probegate plugin inspect PLUGIN.wasm                       show a plugin and whether it would load",
     "",

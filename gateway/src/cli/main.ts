@@ -9,7 +9,7 @@ import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
 import { VERSION } from "./package-info.js";
-import { PLUGIN_ABI } from "../runtime/types.js";
+import { PLUGIN_ABIS } from "../runtime/types.js";
 import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
@@ -116,7 +116,7 @@ export async function main(argv: string[]): Promise<number> {
   const logger = createLogger(cfg.logLevel);
   guardProcess(logger);
   const metrics = new Metrics();
-  metrics.buildInfo.set({ version: VERSION, node_version: process.version, abi: String(PLUGIN_ABI) }, 1);
+  metrics.buildInfo.set({ version: VERSION, node_version: process.version, abi: PLUGIN_ABIS.join(",") }, 1);
   const stopSignal = waitForSignal(logger);
 
   let checks: RunningChecks;

@@ -22,7 +22,8 @@ const EXIT = { ok: 0, fail: 1, error: 2 } as const;
 const USAGE = `usage: probegate plugin <command> [options]
 
 commands:
-  new NAME [--dir DIR]          create a standalone plugin project in DIR/NAME (default DIR: .)
+  new NAME [--dir DIR] [--lang assemblyscript|rust|c]
+                                create a standalone plugin project in DIR/NAME (default DIR: .)
   test PLUGIN.wasm [options]    run a plugin once against saved source outputs
   inspect PLUGIN.wasm [--json]  show manifest, imports, exports, and whether the gateway accepts it
 
@@ -30,14 +31,22 @@ Run "probegate plugin <command> --help" for a command's options.
 `;
 
 const HELP: Record<string, string> = {
-  new: `usage: probegate plugin new NAME [--dir DIR]
+  new: `usage: probegate plugin new NAME [--dir DIR] [--lang assemblyscript|rust|c]
 
-Creates a standalone AssemblyScript plugin project in DIR/NAME (default DIR: the
-current directory): package.json (AssemblyScript pinned, the plugin SDK packed by
-this installation in vendor/), asconfig.json, assembly/index.ts, fixtures/ with a
-passing and a failing case, and a README. Then, in DIR/NAME:
+Creates a standalone plugin project in DIR/NAME (default DIR: the current
+directory) with fixtures/ holding a passing and a failing case, and a README.
+
+--lang assemblyscript (default; plugin ABI v1): package.json (AssemblyScript
+pinned, the plugin SDK packed by this installation in vendor/), asconfig.json,
+assembly/index.ts. Then, in DIR/NAME:
 
   npm install && npm run build && npm test
+
+--lang rust | c (plugin ABI v2): src/lib.rs and Cargo.toml | src/check.c, the
+SDK's sources in vendor/, tools/build.mjs (finds rustc with the wasm32 target |
+clang and wasm-ld) and the gateway's fixture runner in tools/. Then, in DIR/NAME:
+
+  npm test          (node tools/build.mjs test: build, then every fixture)
 
 NAME: lowercase letters, digits and inner dashes (it names the check and the .wasm).
 `,
@@ -140,18 +149,21 @@ async function readPluginFile(path: string, io: PluginCommandIo): Promise<Uint8A
 }
 
 async function cmdNew(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { dir: { type: "string" } });
+  const { values, positionals } = parse(args, { dir: { type: "string" }, lang: { type: "string" } });
   if (values.help) {
     io.stdout.write(HELP.new!);
     return EXIT.ok;
   }
   const name = onePositional(positionals, "plugin NAME");
-  const { scaffoldPlugin } = await import("./plugin-new.js");
+  const { scaffoldPlugin, PLUGIN_LANGS } = await import("./plugin-new.js");
+  const lang = (values.lang ?? "assemblyscript") as (typeof PLUGIN_LANGS)[number];
+  if (!PLUGIN_LANGS.includes(lang)) throw new UsageError(`--lang must be one of ${PLUGIN_LANGS.join(", ")}, got ${JSON.stringify(values.lang)}`);
   try {
     const dir = resolve(io.cwd, values.dir ?? ".");
-    const files = await scaffoldPlugin(name, { dir });
+    const files = await scaffoldPlugin(name, { dir, lang });
     for (const f of files) io.stdout.write(`created ${f}\n`);
-    io.stdout.write(`\nnext:\n  cd ${join(dir, name)}\n  npm install && npm run build && npm test\n`);
+    const next = lang === "assemblyscript" ? "npm install && npm run build && npm test" : "npm test";
+    io.stdout.write(`\nnext:\n  cd ${join(dir, name)}\n  ${next}\n`);
     return EXIT.ok;
   } catch (err) {
     io.stderr.write(`probegate plugin new: ${(err as Error).message}\n`);
@@ -438,6 +450,7 @@ function formatInspect(i: InspectResult, config: ResolvedConfig | null): string 
     const m = i.manifest;
     lines.push(
       `manifest:`,
+      `  abi:         ${m.abi} (${m.abi === 2 ? "UTF-8 byte buffers: pg_manifest, pg_check, pg_alloc, pg_reset" : "AssemblyScript strings: manifest, check"})`,
       `  name:        ${m.name}`,
       `  version:     ${m.version}`,
       `  description: ${m.description}`,

@@ -1,8 +1,12 @@
-// `probegate plugin new NAME`: writes a standalone plugin project that builds
-// and tests on its own (`npm install && npm run build && npm test`), in any
-// directory. Until @probegate/plugin-sdk is published, the project gets a copy
-// of the SDK packed by this probegate installation (vendor/*.tgz), so it needs
+// `probegate plugin new NAME [--lang assemblyscript|rust|c]`: writes a
+// standalone plugin project that builds and tests on its own, in any
+// directory. AssemblyScript (ABI v1): `npm install && npm run build && npm
+// test`; until @probegate/plugin-sdk is published, the project gets a copy of
+// the SDK packed by this probegate installation (vendor/*.tgz), so it needs
 // nothing but the npm registry (for AssemblyScript) and no path back to here.
+// Rust and C (ABI v2, plugin-new-native.ts): `npm test` (or `node
+// tools/build.mjs test`) builds with the system's compiler and runs the
+// fixtures; no registry at all.
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { copyFile, mkdir, readdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
@@ -21,7 +25,12 @@ export interface ScaffoldOptions {
   sdkTarball?: string;
   /** Catalog or operator-defined source the skeleton reads (default `proc.modules`, a file source). */
   source?: string;
+  /** The plugin's language (default assemblyscript). */
+  lang?: PluginLang;
 }
+
+export const PLUGIN_LANGS = ["assemblyscript", "rust", "c"] as const;
+export type PluginLang = (typeof PLUGIN_LANGS)[number];
 
 export interface PackedSdk {
   tarball: string;
@@ -40,10 +49,16 @@ export async function scaffoldPlugin(name: string, opts: ScaffoldOptions): Promi
   if (RESERVED.has(name)) throw new Error(`invalid plugin name "${name}": reserved for the plugins tree`);
   const source = opts.source ?? DEFAULT_SOURCE;
   if (!/^[a-z][a-z0-9_.-]{0,62}$/.test(source)) throw new Error(`invalid source name ${JSON.stringify(source)}`);
+  const lang = opts.lang ?? "assemblyscript";
+  if (!PLUGIN_LANGS.includes(lang)) throw new Error(`invalid language ${JSON.stringify(lang)}: use ${PLUGIN_LANGS.join(", ")}`);
 
   const target = join(resolve(opts.dir), name);
   if (existsSync(target) && (await readdir(target)).length > 0) {
     throw new Error(`${target} already exists and is not empty; refusing to overwrite it`);
+  }
+  if (lang !== "assemblyscript") {
+    const { nativeProjectFiles } = await import("./plugin-new-native.js");
+    return writeProject(target, nativeProjectFiles(lang, name, source, probegateRoot(), [passFixture(source), failFixture(source)]));
   }
   const sdk = opts.sdkTarball ? describeTarball(resolve(opts.sdkTarball)) : findPackedSdk();
   const vendored = `vendor/${basename(sdk.tarball)}`;
@@ -58,38 +73,46 @@ export async function scaffoldPlugin(name: string, opts: ScaffoldOptions): Promi
     [".gitignore", "node_modules/\nbuild/\n"],
     ["README.md", readmeTemplate(name, source, sdk, vendored)],
   ];
+  return writeProject(target, [...files.map(([rel, text]) => ({ rel, text })), { rel: vendored, from: sdk.tarball }]);
+}
+
+/** A file of a new project: its text, or a file to copy. */
+export type ProjectFile = { rel: string; text: string } | { rel: string; from: string };
+
+async function writeProject(target: string, files: ProjectFile[]): Promise<string[]> {
   const written: string[] = [];
-  for (const [rel, text] of files) {
-    const path = join(target, rel);
+  for (const f of files) {
+    const path = join(target, f.rel);
     await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, text, { flag: "wx" });
+    if ("text" in f) await writeFile(path, f.text, { flag: "wx" });
+    else await copyFile(f.from, path);
     written.push(path);
   }
-  const vendorPath = join(target, vendored);
-  await mkdir(dirname(vendorPath), { recursive: true });
-  await copyFile(sdk.tarball, vendorPath);
-  written.push(vendorPath);
   return written;
 }
 
-/** The SDK packed by `npm run build` of the probegate tree this file belongs to. */
-export function findPackedSdk(): PackedSdk {
+/** The probegate tree (checkout or installation) this file belongs to. */
+export function probegateRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 8; i++) {
     const pkg = join(dir, "package.json");
-    if (existsSync(pkg) && JSON.parse(readFileSync(pkg, "utf8")).name === "probegate") {
-      const out = join(dir, "dist", "sdk");
-      const tgz = existsSync(out) ? readdirSync(out).filter((f) => f.endsWith(".tgz")) : [];
-      if (tgz.length !== 1) {
-        throw new Error(`the packed plugin SDK is missing from ${out}; run \`npm run build\` (or \`npm run sdk:pack\`) in ${dir}`);
-      }
-      return describeTarball(join(out, tgz[0]!));
-    }
+    if (existsSync(pkg) && JSON.parse(readFileSync(pkg, "utf8")).name === "probegate") return dir;
     const up = dirname(dir);
     if (up === dir) break;
     dir = up;
   }
   throw new Error("cannot find the probegate installation this command runs from (no package.json named probegate above it)");
+}
+
+/** The SDK packed by `npm run build` of the probegate tree this file belongs to. */
+export function findPackedSdk(): PackedSdk {
+  const dir = probegateRoot();
+  const out = join(dir, "dist", "sdk");
+  const tgz = existsSync(out) ? readdirSync(out).filter((f) => f.endsWith(".tgz")) : [];
+  if (tgz.length !== 1) {
+    throw new Error(`the packed plugin SDK is missing from ${out}; run \`npm run build\` (or \`npm run sdk:pack\`) in ${dir}`);
+  }
+  return describeTarball(join(out, tgz[0]!));
 }
 
 /** Name, version and compiler pin from the package.json staged beside the tarball (pack-sdk.mjs leaves it there). */

@@ -127,7 +127,7 @@ export class Metrics {
   /** Set once at start; the labels say what runs where (fleet upgrades, Node 20 vs 24, plugin ABI). */
   readonly buildInfo = new Gauge({
     name: "probegate_build_info",
-    help: "Always 1; the labels carry probegate's version, the Node.js version and the plugin ABI it speaks.",
+    help: "Always 1; the labels carry probegate's version, the Node.js version and the plugin ABIs it speaks (comma-separated, e.g. 1,2).",
     labelNames: ["version", "node_version", "abi"] as const,
     registers: [this.registry],
   });

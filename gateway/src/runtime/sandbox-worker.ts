@@ -6,10 +6,14 @@
 // therefore be self-contained: no imports, no closures over module scope —
 // everything it needs arrives through `req` (the worker's CommonJS require).
 //
-// Strings cross the boundary the way @assemblyscript/loader does it
+// ABI v1: strings cross the boundary the way @assemblyscript/loader does it
 // (`__new(bytes, STRING_ID)`, `__pin`/`__unpin`, UTF-16LE, byte length at
 // ptr-4, class id at ptr-8), re-implemented here so every read from plugin
 // memory is bounds-checked and length-capped before any byte is copied.
+// ABI v2: UTF-8 byte buffers — the input goes into a `pg_alloc(len)` buffer,
+// results come back packed as i64 `ptr | len << 32` and are bounds-checked
+// and capped the same way, and `pg_reset()` frees the call's memory after
+// the host has copied the result (plugins/ABI.md).
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export function sandboxWorkerMain(req: (id: string) => any): void {
@@ -28,6 +32,8 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
   interface Entry {
     module: any;
     instance: any;
+    /** The ABI the module's exports speak (the loader refused mixtures). */
+    abi: 1 | 2;
     state: { abortMessage: string | null; traces: number; key: string };
   }
   const entries = new Map<string, Entry>();
@@ -50,6 +56,37 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     const take = Math.min(size, maxChars * 2);
     const text = new TextDecoder("utf-16le").decode(new Uint8Array(buf, ptr, take));
     return size > take ? `${text}…` : text;
+  }
+
+  /** UTF-8 text at [ptr, ptr+len) capped at maxBytes, or null when it lies outside memory. */
+  function readUtf8(mem: any, ptr: number, len: number, maxBytes: number): string | null {
+    const buf = mem.buffer;
+    ptr = ptr >>> 0;
+    len = len >>> 0;
+    if (ptr + len > buf.byteLength) return null;
+    const take = Math.min(len, maxBytes);
+    const text = new TextDecoder("utf-8").decode(new Uint8Array(buf, ptr, take));
+    return len > take ? `${text}…` : text;
+  }
+
+  function makeImportsV2(state: Entry["state"], getMemory: () => any) {
+    return {
+      probegate_v2: {
+        log(ptr: number, len: number) {
+          if (state.traces >= TRACES_PER_CALL) return;
+          state.traces++;
+          const mem = getMemory();
+          const m = (mem ? readUtf8(mem, ptr, len, TRACE_TEXT_MAX * 4) : null) ?? "(unreadable)";
+          parentPort.postMessage({ type: "trace", key: state.key, message: m.length > TRACE_TEXT_MAX ? `${m.slice(0, TRACE_TEXT_MAX)}…` : m });
+        },
+        abort(ptr: number, len: number) {
+          const mem = getMemory();
+          const m = mem ? readUtf8(mem, ptr, len, ABORT_TEXT_MAX * 4) : null;
+          state.abortMessage = `abort: ${m === null || m.length === 0 ? "(no message)" : m.slice(0, ABORT_TEXT_MAX)}`;
+          throw new PluginAbort(state.abortMessage);
+        },
+      },
+    };
   }
 
   function makeImports(state: Entry["state"], getMemory: () => any) {
@@ -79,9 +116,8 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
 
   function instantiate(e: Entry): void {
     let instance: any = null;
-    const imports = makeImports(e.state, () =>
-      instance ? ((instance.exports as any).memory) : null,
-    );
+    const getMemory = () => (instance ? (instance.exports as any).memory : null);
+    const imports = e.abi === 2 ? makeImportsV2(e.state, getMemory) : makeImports(e.state, getMemory);
     // Instantiation runs the module's start function (AS top-level code), so
     // it happens inside a call, under the caller's deadline.
     instance = new WA.Instance(e.module, imports as any);
@@ -128,6 +164,54 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     return { ok: true, output };
   }
 
+  /**
+   * Reads a v2 result packed as i64 `ptr | len << 32`: the length is checked
+   * against the output cap before a byte is copied, the range against memory,
+   * and the bytes must be valid UTF-8.
+   */
+  function readPacked(e: Entry, packed: unknown, fn: string, maxOutputBytes: number): { ok: true; output: string } | Fault {
+    if (typeof packed !== "bigint") {
+      return { ok: false, reason: "PluginBadOutput", message: `${fn} returned ${typeof packed}; ABI v2 returns an i64 (ptr | len << 32)` };
+    }
+    const bits = BigInt.asUintN(64, packed);
+    const ptr = Number(bits & 0xffffffffn);
+    const len = Number(bits >> 32n);
+    if (len > maxOutputBytes) {
+      return { ok: false, reason: "PluginOutputTooLarge", message: `output is ${len} bytes; the plugin output cap is ${maxOutputBytes} bytes (DEFAULTS.maxOutputBytes)` };
+    }
+    const buf = memoryOf(e).buffer;
+    if (ptr + len > buf.byteLength) {
+      return { ok: false, reason: "PluginBadOutput", message: `${fn} result [${ptr}, ${ptr + len}) runs outside plugin memory (${buf.byteLength} bytes)` };
+    }
+    try {
+      return { ok: true, output: new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(buf, ptr, len)) };
+    } catch {
+      return { ok: false, reason: "PluginBadOutput", message: `${fn} result is not valid UTF-8` };
+    }
+  }
+
+  function callV2(e: Entry, msg: any): { ok: true; output: string } | Fault {
+    const ex = e.instance!.exports as any;
+    let packed: unknown;
+    if (msg.fn === "manifest") {
+      packed = ex.pg_manifest();
+    } else {
+      const input = Buffer.from(msg.input, "utf8");
+      const ptr = ex.pg_alloc(input.length) >>> 0;
+      // Read after pg_alloc, which may have grown (and so replaced) the buffer.
+      const buf = memoryOf(e).buffer;
+      if (ptr === 0 || ptr + input.length > buf.byteLength) {
+        return { ok: false, reason: "PluginBadOutput", message: `pg_alloc(${input.length}) returned ${ptr}, not a buffer inside plugin memory (${buf.byteLength} bytes)` };
+      }
+      input.copy(Buffer.from(buf, ptr, input.length));
+      packed = ex.pg_check(ptr, input.length);
+    }
+    const result = readPacked(e, packed, msg.fn === "manifest" ? "pg_manifest" : "pg_check", msg.maxOutputBytes);
+    // The result is copied out: the arena goes back to empty for the next call.
+    ex.pg_reset();
+    return result;
+  }
+
   function call(msg: any): { ok: true; output: string } | Fault {
     const e = entries.get(msg.key);
     if (!e) return { ok: false, reason: "PluginUnloaded", message: "plugin is not loaded" };
@@ -140,6 +224,16 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       const ex = e.instance!.exports as any;
       growRefused = ex[GROW_REFUSED] ?? null;
       if (growRefused) growRefused.value = 0;
+      if (e.abi === 2) {
+        const r = callV2(e, msg);
+        if (!r.ok && r.reason === "PluginBadOutput" && growRefused && growRefused.value >>> 0 > 0) {
+          // pg_alloc failing because the cap refused memory is a memory fault, not bad output.
+          throw new Error(r.message);
+        }
+        // A module that handed back a bad buffer may be in any state: the next call gets a fresh instance.
+        if (!r.ok) e.instance = null;
+        return r;
+      }
       let ptr: number;
       if (msg.fn === "manifest") {
         ptr = ex.manifest();
@@ -178,7 +272,12 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
   parentPort.on("message", (msg: any) => {
     switch (msg.op) {
       case "register":
-        entries.set(msg.key, { module: msg.module, instance: null, state: { abortMessage: null, traces: 0, key: msg.key } });
+        entries.set(msg.key, {
+          module: msg.module,
+          instance: null,
+          abi: WA.Module.exports(msg.module).some((x: any) => x.name === "pg_check") ? 2 : 1,
+          state: { abortMessage: null, traces: 0, key: msg.key },
+        });
         return;
       case "unregister":
         entries.delete(msg.key);

@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABI, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginManifest } from "./types.js";
+import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABIS, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginAbi, type PluginManifest } from "./types.js";
 
-// Per plugins/ABI.md, version 1. Unknown extra keys are ignored (zod strips them).
+// Per plugins/ABI.md, versions 1 and 2 (same manifest and output schemas;
+// only the calling convention differs). Unknown extra keys are ignored (zod strips them).
 
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const SEMVERISH = /^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]{1,64})?$/;
@@ -25,8 +26,8 @@ const configKeyDecl = z
     if (problem) ctx.addIssue({ code: "custom", path: ["default"], message: problem });
   });
 
-const manifestV1 = z.object({
-  abi: z.literal(PLUGIN_ABI),
+const manifestSchema = z.object({
+  abi: z.literal(PLUGIN_ABIS),
   name: z.string().regex(NAME, "must match ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"),
   version: z.string().regex(SEMVERISH, "must look like a semantic version (1.2.3)"),
   description: z.string().max(MESSAGE_MAX).default(""),
@@ -117,9 +118,14 @@ const checkOutput = z.object({
 
 export type ManifestResult =
   | { ok: true; manifest: PluginManifest }
-  | { ok: false; reason: "BadManifest" | "UnsupportedAbi"; message: string };
+  | { ok: false; reason: "BadManifest" | "UnsupportedAbi" | "AbiMismatch"; message: string };
 
-export function parseManifest(text: string): ManifestResult {
+/**
+ * `abi` is the version the module's imports and exports speak (the loader
+ * decides it before running anything); a manifest claiming another one is
+ * refused, since the host would marshal its calls wrongly.
+ */
+export function parseManifest(text: string, abi: PluginAbi = 1): ManifestResult {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -129,14 +135,27 @@ export function parseManifest(text: string): ManifestResult {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return { ok: false, reason: "BadManifest", message: "manifest() must return a JSON object" };
   }
-  const abi = (raw as { abi?: unknown }).abi;
-  if (abi !== PLUGIN_ABI) {
-    return { ok: false, reason: "UnsupportedAbi", message: `manifest abi ${JSON.stringify(abi) ?? "(missing)"} is not supported; this gateway speaks abi ${PLUGIN_ABI}` };
+  const claimed = (raw as { abi?: unknown }).abi;
+  if (!(PLUGIN_ABIS as readonly unknown[]).includes(claimed)) {
+    return {
+      ok: false,
+      reason: "UnsupportedAbi",
+      message: `manifest abi ${JSON.stringify(claimed) ?? "(missing)"} is not supported; this gateway speaks abi ${PLUGIN_ABIS.join(" and ")}`,
+    };
   }
-  const r = manifestV1.safeParse(raw);
+  if (claimed !== abi) {
+    return {
+      ok: false,
+      reason: "AbiMismatch",
+      message: `manifest says abi ${claimed}, but the module's imports and exports are ABI v${abi}'s (${ABI_ENTRY_POINTS[abi]})`,
+    };
+  }
+  const r = manifestSchema.safeParse(raw);
   if (!r.success) return { ok: false, reason: "BadManifest", message: `invalid manifest: ${describeIssues(r.error)}` };
   return { ok: true, manifest: r.data as PluginManifest };
 }
+
+const ABI_ENTRY_POINTS: Record<PluginAbi, string> = { 1: "manifest, check, __new", 2: "pg_manifest, pg_check, pg_alloc" };
 
 export type OutputResult = { ok: true; output: CheckOutput } | { ok: false; message: string };
 

@@ -29,6 +29,8 @@ export type RefusalReason =
   | "MemoryTooLarge"
   | "BadManifest"
   | "UnsupportedAbi"
+  | "AbiMismatch"
+  | "BadExport"
   | "UnknownSource"
   | "DuplicateName"
   | "PluginTimeout"
@@ -65,11 +67,15 @@ export type ConfigDecl = Record<string, ConfigKeyDecl>;
 export type ProbeKind = "readiness" | "liveness" | "volume";
 export type Mode = "node" | "controller";
 
-/** The plugin ABI this gateway speaks (plugins/ABI.md); manifests must declare it. */
-export const PLUGIN_ABI = 1;
+/**
+ * The plugin ABIs this gateway speaks, side by side (plugins/ABI.md): 1, AssemblyScript
+ * strings; 2, UTF-8 byte buffers from any language. A manifest declares one of them.
+ */
+export const PLUGIN_ABIS = [1, 2] as const;
+export type PluginAbi = (typeof PLUGIN_ABIS)[number];
 
 export interface PluginManifest {
-  abi: typeof PLUGIN_ABI;
+  abi: PluginAbi;
   name: string;
   version: string;
   description: string;
