@@ -131,6 +131,27 @@ describe("lnetConfiguredAt: mount through a running gateway", () => {
     expect(down.text).toMatch(/\[-\]lnet-nets failed: NiDown: /);
   });
 
+  it("options that name no interface (networks=tcp, as on FSx): ready before the first mount, the NIs' interfaces judged after it", async () => {
+    const { gw, node } = await gatewayOn({ ...FRESH, modprobe: { "lustre.conf": "options lnet networks=tcp\n" } });
+    const fresh = await untilReadyz(gw, (r) => evaluated(r) && r.status === 200, "a fresh node ready although no interface is named");
+    expect(fresh.status).toBe(200);
+    const c = await conditions(gw);
+    expect(c["lnet-nets"]).toMatchObject({ status: "pass", reason: "LnetNotYetConfigured" });
+    expect(c["lnet-nets"].message).toContain("name no interface");
+    // Without the empty list net-interfaces would fail (no lnet.interfaces) and gate the very mount that configures LNet.
+    expect(c["net-interfaces"]).toMatchObject({ status: "pass", reason: "NoInterfacesNamed" });
+
+    node.update({
+      modules: healthy("proc/modules"),
+      netShow: { out: healthy("net_show.out") },
+      listNids: { out: healthy("list_nids.out") },
+      ping: { out: healthy("ping.out"), expectNid: healthy("ping.expect_nid").trim() },
+      operstate: { eth0: "down\n" },
+    });
+    const down = await untilReadyz(gw, (r) => r.status === 503 && /\[-\]net-interfaces/.test(r.text), "the configured NI's interface judged");
+    expect(down.text).toMatch(/\[-\]net-interfaces failed: InterfaceDown: interface\(s\) not up: eth0 \(down\)/);
+  });
+
   it("modules missing for the running kernel: not ready, naming the kernel release", async () => {
     const { gw, node } = await gatewayOn(FRESH);
     await untilReadyz(gw, (r) => evaluated(r) && r.status === 200, "a fresh node ready");

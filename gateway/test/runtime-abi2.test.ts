@@ -75,7 +75,7 @@ describe("ABI v2 load-time validation", () => {
   });
 
   it("inspect shows a v2 module's imports, exports and manifest", async () => {
-    const r = await inspectPlugin(v2Module("seen", { imports: [LOG] }), { file: "seen.wasm" });
+    const r = await inspectPlugin(v2Module("seen", { imports: [LOG] }), { file: "seen.wasm", isKnownSource: () => true });
     expect(r.accepted).toBe(true);
     expect(r.manifest).toMatchObject({ abi: 2, name: "seen" });
     expect(r.imports).toEqual([{ module: "probegate_v2", name: "log", kind: "function" }]);

@@ -57,7 +57,9 @@ function beforeConfigured(input: CheckInput, phase: LnetPhase): Result {
   }
   if (opts.interfaces.length == 0) {
     const why = opts.param.length > 0 ? "the lnet module options (" + clip(opts.where, 200) + ") name no interface" : "no `options lnet networks=` or `ip2nets=` in modprobe.d";
-    return Result.pass("LnetNotYetConfigured", phase.label() + ": lnetctl present; " + why + ", so LNet picks an interface at the first mount");
+    // An empty list, not none: net-interfaces then knows there is nothing to judge yet
+    // (a missing fact would fail it, and with it the mount that configures LNet).
+    return Result.pass("LnetNotYetConfigured", phase.label() + ": lnetctl present; " + why + ", so LNet picks an interface at the first mount").fact("lnet.interfaces", "");
   }
   return Result.pass(
     "LnetNotYetConfigured",

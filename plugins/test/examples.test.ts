@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SourceCatalog } from "../../gateway/src/engine/sources/index.js";
+import { BUILTIN_SOURCE_NAMES, SourceCatalog } from "../../gateway/src/engine/sources/index.js";
 import type { SavedOutput } from "../../gateway/src/engine/sources/replay.js";
 import { readFixture } from "../../gateway/src/plugin-test/fixture-file.js";
 import { compareVerdict } from "../../gateway/src/plugin-test/fixture-run.js";
@@ -161,14 +161,15 @@ describe("the Rust and C builds as the gateway runs them", () => {
   });
 
   it("fault with PluginMemoryLimit, naming the cap, when an input needs more than --plugin-memory", async () => {
+    const builtin = (s: string) => BUILTIN_SOURCE_NAMES.includes(s);
     // ~1.3 MiB of input: copied into the arena and parsed, more than a 2 MiB cap leaves.
     const input = pluginInput(60_000, ["sys.net.operstate"]);
     for (const b of ["rust", "c"] as const) {
-      const r = await runPluginOnce(new Uint8Array(readFileSync(BUILDS[b])), input, { memoryMiB: 2, timeoutMs: 5000 });
+      const r = await runPluginOnce(new Uint8Array(readFileSync(BUILDS[b])), input, { memoryMiB: 2, timeoutMs: 5000, isKnownSource: builtin });
       expect(r.accepted, b).toBe(true);
       if (r.accepted) expect(r.outcome, b).toMatchObject({ kind: "fault", reason: "PluginMemoryLimit", message: expect.stringMatching(/past its cap of 2 MiB/) });
       // The default cap has room: the same input gets a verdict.
-      const roomy = await runPluginOnce(new Uint8Array(readFileSync(BUILDS[b])), input, { timeoutMs: 5000 });
+      const roomy = await runPluginOnce(new Uint8Array(readFileSync(BUILDS[b])), input, { timeoutMs: 5000, isKnownSource: builtin });
       expect(roomy.accepted, b).toBe(true);
       if (roomy.accepted) expect(roomy.outcome, b).toMatchObject({ kind: "verdict", output: { status: "pass", reason: "InterfacesUp" } });
     }
