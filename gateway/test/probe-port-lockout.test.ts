@@ -16,7 +16,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IMAGE_NODE_FLAGS, ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 
-const ATTACKER = path.join(ROOT, "gateway/test/helpers/lockout-attacker.mjs");
+/** bench/soak/conn-flood.ts, the soak's own flood, run as a process of its own. */
+const ATTACKER = path.join(ROOT, "dist/bench/soak/conn-flood.js");
 const TIMEOUT_MS = 2_000;
 const EMPTY_PROBE = Buffer.from([0, 0, 0, 0, 0]);
 
