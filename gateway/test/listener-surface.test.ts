@@ -192,3 +192,40 @@ describe("connection table", () => {
     t.stop();
   });
 });
+
+describe("connections that send nothing", () => {
+  let gp: GatewayProcess;
+  beforeAll(async () => {
+    gp = await startGatewayProcess(["--header-timeout=1s"], { nodeArgs: IMAGE_NODE_FLAGS });
+  }, 60_000);
+  afterAll(() => gp?.stop("SIGKILL"));
+  const port = () => Number(gp.http.split(":").pop());
+  const headerTimeouts = async () => {
+    const text = await (await fetch(`http://${gp.http}/metrics`)).text();
+    return Number(/^probegate_edge_rejected_total\{reason="header_timeout"\} (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+
+  it("are closed at the header timeout without an answer (the protocol is unknown) and counted as header_timeout", async () => {
+    const before = await headerTimeouts();
+    const got: Buffer[] = [];
+    const s = net.connect(port(), "127.0.0.1").on("data", (d) => got.push(d)).on("error", () => {});
+    const t0 = Date.now();
+    await new Promise((r) => s.once("close", r));
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(Buffer.concat(got).length).toBe(0);
+    expect(await headerTimeouts()).toBe(before + 1);
+  });
+
+  it("are closed at once when the peer half-closes, on the port and the socket", async () => {
+    for (const dial of [() => net.connect(port(), "127.0.0.1"), () => net.connect(gp.socket)]) {
+      const s = dial().on("error", () => {});
+      s.resume();
+      await new Promise((r) => s.once("connect", r));
+      const t0 = Date.now();
+      s.end();
+      await new Promise((r) => s.once("close", r));
+      // Well before the 1 s header timeout.
+      expect(Date.now() - t0).toBeLessThan(800);
+    }
+  });
+});
