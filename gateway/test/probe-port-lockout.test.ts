@@ -119,6 +119,13 @@ async function duringAttack(children: ChildProcess[], durationMs: number, overUn
   return { failures, asked, peakFds, stats };
 }
 
+/** One line per attack in the test output: what the gateway held and how fast it let go (for the README's table). */
+function report(attack: string, r: { asked: number; peakFds: number; stats: Array<{ opened: number; closedByServer: number }> }, backMs: number): void {
+  const opened = r.stats.reduce((n, s) => n + s.opened, 0);
+  const closedByServer = r.stats.reduce((n, s) => n + s.closedByServer, 0);
+  console.log(JSON.stringify({ attack, asked: r.asked, baselineFds: baseline, peakFds: r.peakFds, backToBaselineMs: backMs, opened, closedByServer }));
+}
+
 async function backToBaseline(): Promise<number> {
   const t0 = Date.now();
   // A few descriptors of slack: the prober's last connections, a plugin-directory watch.
@@ -142,7 +149,7 @@ describe("the probe port under connection floods (issue 22)", () => {
     expect(r.asked).toBeGreaterThanOrEqual(9);
     // The table held: the gateway never had the attackers' 2,000 sockets open at once.
     expect(r.peakFds).toBeLessThan(baseline + 2 * 256 + 64);
-    await backToBaseline();
+    report("idle", r, await backToBaseline());
     expect(await metric("evicted")).toBeGreaterThan(0);
   }, 40_000);
 
@@ -150,7 +157,7 @@ describe("the probe port under connection floods (issue 22)", () => {
     const r = await duringAttack([attack("ping", gp.http, 1000), attack("ping", gp.socket, 1000)], 8_000, true);
     expect(r.failures).toEqual([]);
     expect(r.peakFds).toBeLessThan(baseline + 2 * 256 + 64);
-    await backToBaseline();
+    report("ping", r, await backToBaseline());
   }, 40_000);
 
   it("(c) 300 malformed-frame connections a second (10 s), on the TCP port and the unix socket", async () => {
@@ -159,7 +166,7 @@ describe("the probe port under connection floods (issue 22)", () => {
     expect(r.failures).toEqual([]);
     // Each GOAWAYed session was closed by the gateway (not only when the attacker went).
     expect(r.stats.reduce((n, s) => n + s.closedByServer, 0)).toBeGreaterThan(1000);
-    await backToBaseline();
+    report("malformed", r, await backToBaseline());
     expect(await metric("goaway_grace")).toBeGreaterThan(before);
   }, 45_000);
 
@@ -167,6 +174,6 @@ describe("the probe port under connection floods (issue 22)", () => {
     const r = await duringAttack([attack("trickle", gp.http, 1000)], 8_000, true);
     expect(r.failures).toEqual([]);
     expect(r.peakFds).toBeLessThan(baseline + 256 + 64);
-    await backToBaseline();
+    report("trickle", r, await backToBaseline());
   }, 40_000);
 });
