@@ -17,7 +17,7 @@ import { startCsiListener, startHttpListener, startMetricsListener, type Running
 import { Admission, type CallClass } from "./transport/admission.js";
 import { BadClientLog } from "./transport/bad-client-log.js";
 import type { Edge } from "./transport/edge.js";
-import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "./transport/edge-limits.js";
+import { DEFAULT_EDGE_LIMITS, EDGE_REJECTIONS, type EdgeLimits } from "./transport/edge-limits.js";
 import { requestPath } from "./transport/request-path.js";
 import { SELF_ANSWERED_MAX_BYTES } from "./services/limits.js";
 import type { StreamRoute } from "./transport/stream-route.js";
@@ -74,6 +74,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   // bounds what one call can make the decoder allocate (unknown fields, JSON keys).
   const readMaxBytes = Math.min(cfg.readMaxBytes ?? 4 * 1024 * 1024, SELF_ANSWERED_MAX_BYTES);
   const limits: EdgeLimits = { ...DEFAULT_EDGE_LIMITS, ...cfg.limits };
+  for (const reason of EDGE_REJECTIONS) cfg.metrics.edgeRejected.inc({ reason }, 0);
   const badClients = new BadClientLog(cfg.logger);
   const edge: Edge = {
     limits,

@@ -43,16 +43,25 @@ export const GOAWAY_GRACE_MS = 2_000;
 /** HTTP/1.1 requests a connection may pipeline ahead of the one being served. */
 export const MAX_PIPELINED = 16;
 
-/** Values of probegate_edge_rejected_total{reason}. */
-export type EdgeRejection =
-  | "connections"
-  | "per_address"
-  | "evicted"
-  | "inflight"
-  | "watches"
-  | "header_timeout"
-  | "request_timeout"
-  | "idle_timeout"
-  | "goaway_grace"
-  | "pipeline_depth"
-  | "bad_authority";
+/**
+ * Values of probegate_edge_rejected_total{reason}. A list, not only a type, so
+ * each series can start at 0: increase() and rate() then see a pod's first
+ * rejection, and a dashboard shows the edge before anything was refused.
+ * request_too_large and session_error were never emitted and are gone (#27
+ * item 5): an oversized request gets its status only (README "Limits"), and a
+ * session that hits a connection error ends as goaway_grace.
+ */
+export const EDGE_REJECTIONS = [
+  "connections",
+  "per_address",
+  "evicted",
+  "inflight",
+  "watches",
+  "header_timeout",
+  "request_timeout",
+  "idle_timeout",
+  "goaway_grace",
+  "pipeline_depth",
+  "bad_authority",
+] as const;
+export type EdgeRejection = (typeof EDGE_REJECTIONS)[number];
