@@ -222,6 +222,8 @@ export function createH2Server(opts: {
       session.ping(() => {
         clearTimeout(timer);
         seen.waiting = false;
+        // The ACK itself is bytes read; only what the peer sends after it asks for another look.
+        seen.bytes = conn.socket.bytesRead;
       });
     } catch {
       clearTimeout(timer);
