@@ -13,7 +13,7 @@ import { Admission } from "../src/transport/admission.js";
 import type { Edge } from "../src/transport/edge.js";
 import { IMAGE_NODE_FLAGS, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 
-describe("--metrics-endpoint", () => {
+describe("the listeners of a gateway started with --metrics-endpoint", () => {
   let gp: GatewayProcess;
   let metricsAt = "";
   beforeAll(async () => {
@@ -34,6 +34,29 @@ describe("--metrics-endpoint", () => {
     expect(connect.status).toBe(404);
     expect((await fetch(`http://${gp.http}/metrics`)).status).toBe(404);
     expect((await fetch(`http://${gp.http}/readyz`)).status).toBe(200);
+  });
+
+  it("asks an idle HTTP/2 connection that sent frames for one PING ACK, not one per sweep, and keeps it while it answers", async () => {
+    const s = net.connect(Number(gp.http.split(":").pop()), "127.0.0.1").on("error", () => {});
+    let pings = 0;
+    let buf = Buffer.alloc(0);
+    s.on("data", (c: Buffer) => {
+      buf = Buffer.concat([buf, c]);
+      while (buf.length >= 9) {
+        const len = buf.readUIntBE(0, 3);
+        if (buf.length < 9 + len) break;
+        if (buf[3] === 6 && (buf[4]! & 1) === 0) {
+          pings++;
+          s.write(Buffer.concat([Buffer.from([0, 0, 8, 6, 1, 0, 0, 0, 0]), buf.subarray(9, 17)]));
+        }
+        buf = buf.subarray(9 + len);
+      }
+    });
+    s.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(pings).toBe(1);
+    expect(s.destroyed).toBe(false);
+    s.destroy();
   });
 
   it("speaks no gRPC: an h2c Probe gets no answer but a closed connection", async () => {
