@@ -17,6 +17,9 @@ export interface SoakOptions {
   rate: number;
   burstEveryMs: number;
   burstMs: number;
+  /** Connection floods (issue 22: idle, PINGing, malformed-frame, header-trickle connections) on the node-mode gateway. */
+  floodEveryMs: number;
+  floodMs: number;
   faultDwellMs: [number, number];
   churnEveryMs: [number, number];
   upstreamUpMs: [number, number];
@@ -32,7 +35,8 @@ export interface SoakOptions {
 }
 
 export const USAGE = `npm run soak -- [--duration 10m] [--seed N] [--out DIR] [--name soak] [--check-interval 2s]
-  [--grace 5s] [--slack 1s] [--rate 1] [--burst-every 3m] [--burst-length 8s] [--fault-dwell 15s-40s]
+  [--grace 5s] [--slack 1s] [--rate 1] [--burst-every 3m] [--burst-length 8s]
+  [--flood-every 4m] [--flood-length 8s] [--fault-dwell 15s-40s]
   [--churn-every 4s-10s] [--upstream-up 20s-60s] [--upstream-down 2s-10s] [--fuzz on|off] [--kube on|off]
   [--sample-every 2s] [--window 30s] [--rss-slope 10] [--fd-slope 10]
 Starts two probegate processes (node mode, and gateway mode in front of a fake driver), drives them with
@@ -51,6 +55,8 @@ export function defaults(root: string): SoakOptions {
     rate: 1,
     burstEveryMs: 3 * 60_000,
     burstMs: 8_000,
+    floodEveryMs: 4 * 60_000,
+    floodMs: 8_000,
     faultDwellMs: [15_000, 40_000],
     churnEveryMs: [4_000, 10_000],
     upstreamUpMs: [20_000, 60_000],
@@ -103,6 +109,8 @@ export function parseOptions(argv: string[], root: string): SoakOptions | "help"
       case "--rate": o.rate = num(flag, value); break;
       case "--burst-every": o.burstEveryMs = dur(flag, value); break;
       case "--burst-length": o.burstMs = dur(flag, value); break;
+      case "--flood-every": o.floodEveryMs = dur(flag, value); break;
+      case "--flood-length": o.floodMs = dur(flag, value); break;
       case "--fault-dwell": o.faultDwellMs = range(flag, value); break;
       case "--churn-every": o.churnEveryMs = range(flag, value); break;
       case "--upstream-up": o.upstreamUpMs = range(flag, value); break;

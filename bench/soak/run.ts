@@ -21,6 +21,7 @@ import { buildReport, writeReport, type SoakReport } from "./report.js";
 import { Rng } from "./rng.js";
 import { ConnectClients, Forwarder, probeUnix, healthTcp, httpGet, type Target } from "./traffic.js";
 import { connectSession, grpcUnary } from "./grpc-call.js";
+import { FLOOD_MODES, startFlood } from "./conn-flood.js";
 import { PROBE_PATH } from "../lib/grpc.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -355,6 +356,23 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         ...Array.from({ length: 16 }, () => worker(() => probeUnix(targetA, rec, "burst-probe-unix-newconn"))),
       ]);
       for (const s of sessions) s.destroy();
+    },
+  );
+
+  // Connection floods on the node-mode gateway's port (and socket, but for the
+  // HTTP/1.1 trickle), one kind at a time in turn: the probe traffic above
+  // runs on through them and is held to the same invariants.
+  let floods = 0;
+  loops.schedule(
+    () => (floods === 0 ? o.floodEveryMs / 2 : o.floodEveryMs),
+    async () => {
+      const mode = FLOOD_MODES[floods++ % FLOOD_MODES.length]!;
+      events.node++;
+      bump(`flood-${mode}`);
+      const count = mode === "malformed" ? 300 : 1000;
+      const running = [startFlood(mode, `127.0.0.1:${a.port}`, count), ...(mode === "trickle" ? [] : [startFlood(mode, a.spec.socket, count)])];
+      await sleep(o.floodMs);
+      for (const f of running) f.stop();
     },
   );
 

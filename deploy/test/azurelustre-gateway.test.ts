@@ -11,11 +11,13 @@ import { byName, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPlugi
 import { BUILT, DEPLOY, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
 import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
 import { expand, flagsOf } from "./lib/workloads.js";
+import { expectProbegateListeners } from "./lib/listeners.js";
 
 const EXAMPLE = path.join(DEPLOY, "examples/azurelustre");
 const COMPONENT = path.join(KUSTOMIZE_DIR, "components/azurelustre-gateway");
 const FLAVORS = ["jammy", "noble"];
 const PG_PORT = 29766;
+const PG_METRICS_PORT = 29767;
 
 describe("components/azurelustre-gateway", () => {
   let rendered: K8sObject[];
@@ -57,9 +59,12 @@ describe("components/azurelustre-gateway", () => {
         pg = byName(spec.containers, "probegate");
       });
 
-      it("changes nothing but the probegate container, the driver's endpoint, probegate's volumes and shareProcessNamespace", () => {
+      it("changes nothing but the probegate container, the driver's endpoint, probegate's volumes, shareProcessNamespace and the scrape label", () => {
         // Undo exactly the documented changes; what remains must be the driver's object.
         const undone = clone(ds);
+        expect(undone.spec.template.metadata.labels["probegate.io/scrape"]).toBe("true");
+        expect(src.spec.template.metadata.labels["probegate.io/scrape"]).toBeUndefined();
+        delete undone.spec.template.metadata.labels["probegate.io/scrape"];
         const s = undone.spec.template.spec;
         expect(s.shareProcessNamespace).toBe(true);
         expect(src.spec.template.spec.shareProcessNamespace).toBeUndefined();
@@ -101,8 +106,8 @@ describe("components/azurelustre-gateway", () => {
 
       it("ports: probegate's does not collide with any port or health port in the pod (host network)", () => {
         expect(spec.hostNetwork).toBe(true);
-        expect(flagsOf(pg.args).get("http-endpoint")).toBe(`0.0.0.0:${PG_PORT}`);
-        expect(pg.ports.map((p: any) => p.containerPort)).toEqual([PG_PORT]);
+        expectProbegateListeners(ds.spec.template, pg, { probePort: PG_PORT, metricsPort: PG_METRICS_PORT });
+        expect(pg.ports.map((p: any) => p.containerPort)).toEqual([PG_PORT, PG_METRICS_PORT]);
         const others: number[] = [];
         for (const c of spec.containers.filter((c: any) => c.name !== "probegate")) {
           for (const p of c.ports ?? []) others.push(p.containerPort);
@@ -114,13 +119,16 @@ describe("components/azurelustre-gateway", () => {
         }
         expect(others).toContain(29763); // the livenessprobe sidecar's --health-port
         expect(others).not.toContain(PG_PORT);
+        expect(others).not.toContain(PG_METRICS_PORT);
         // The driver's controller (29762) and reserved metrics ports (29764, 29765) share the host network too.
         expect([29762, 29763, 29764, 29765]).not.toContain(PG_PORT);
+        expect([29762, 29763, 29764, 29765]).not.toContain(PG_METRICS_PORT);
       });
 
       it("probegate's own probes: startup and liveness on /livez, readiness on /readyz, all on its port", () => {
-        for (const k of ["startupProbe", "livenessProbe"]) expect(pg[k].httpGet, k).toEqual({ path: "/livez", port: "probegate" });
-        expect(pg.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "probegate" });
+        // Over loopback: the probe port listens on 127.0.0.1 only (host network).
+        for (const k of ["startupProbe", "livenessProbe"]) expect(pg[k].httpGet, k).toEqual({ host: "127.0.0.1", path: "/livez", port: "probegate" });
+        expect(pg.readinessProbe.httpGet).toEqual({ host: "127.0.0.1", path: "/readyz", port: "probegate" });
         expect(byName(pg.ports, "probegate").containerPort).toBe(PG_PORT);
       });
 

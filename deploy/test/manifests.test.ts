@@ -11,6 +11,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { listedPluginFiles, listedPlugins, render, renderDeploy, renderEdited, renderer, type K8sObject, type Rendered } from "./lib/render.js";
 import { modelsPackage, unknownFields } from "./lib/strict.js";
 import { containersOf, expand, flagsOf, isProbegate, pods } from "./lib/workloads.js";
+import { expectLoopbackHealthPorts, expectProbegateListeners } from "./lib/listeners.js";
 
 async function validateModel(obj: K8sObject): Promise<void> {
   const mod = await import(`${modelsPackage(obj.apiVersion)}/${obj.apiVersion}`);
@@ -117,6 +118,8 @@ describe("every overlay and component renders from a clean checkout", () => {
     const docs = renderDeploy("gateway-mode").docs;
     const ds = docs.find((d) => d.kind === "DaemonSet")!;
     const c = ds.spec.template.spec.containers.find(isProbegate);
+    expectProbegateListeners(ds.spec.template, c, { probePort: 29763, metricsPort: 29767 });
+    expectLoopbackHealthPorts(ds.spec.template.spec);
     expect(c.args.filter((a: string) => a.startsWith("--plugins-dir="))).toEqual(["--plugins-dir=/etc/probegate/plugins", "--plugins-dir=/etc/probegate/plugins.d"]);
     const cm = docs.find((d) => d.kind === "ConfigMap" && d.metadata.name.startsWith("probegate-plugins"))!;
     expect(Object.keys(cm.data ?? {}).sort()).toEqual(listedPluginFiles().sort());
@@ -126,6 +129,13 @@ describe("every overlay and component renders from a clean checkout", () => {
     it(`component ${component} renders on the base, and every object validates with no unknown field`, async () => {
       const docs = renderWithComponents([component]).docs;
       expect(docs.some((d) => d.kind === "DaemonSet")).toBe(true);
+      // Whatever the component changes, the listeners keep the conventions.
+      for (const p of pods(docs)) {
+        const c = p.spec.containers.find(isProbegate);
+        const probePort = flagsOf(c.args).get("mode") === "node" ? 29763 : 29762;
+        expectProbegateListeners(p.owner.spec.template, c, { probePort, metricsPort: 29767 });
+        expectLoopbackHealthPorts(p.spec);
+      }
       for (const d of docs) {
         await validateModel(d);
         expect(unknownFields(d), `${d.kind}/${d.metadata.name}`).toEqual([]);
@@ -295,19 +305,13 @@ for (const target of ["base", "overlays/example"]) {
         const mode = flags.get("mode");
         const wantPort = mode === "node" ? 29763 : 29762;
         expect(p.owner.kind).toBe(mode === "node" ? "DaemonSet" : "Deployment");
-        // The HTTP/gRPC listener is where the container port and every probe point.
-        expect(flags.get("http-endpoint")).toBe(`0.0.0.0:${wantPort}`);
-        expect(c.ports.map((q: any) => q.containerPort)).toEqual([wantPort]);
-        expect(p.owner.spec.template.metadata.annotations["prometheus.io/port"]).toBe(String(wantPort));
-        for (const kind of ["startupProbe", "readinessProbe", "livenessProbe"]) expect(c[kind], kind).toBeTruthy();
+        // The probe listener (loopback on the host network, the pod IP otherwise) is where every
+        // probe points; /metrics has a listener of its own. Startup and liveness are probegate's own
+        // liveness: a node whose Lustre is slow or broken must not get it killed or restarted in a loop.
+        expectProbegateListeners(p.owner.spec.template, c, { probePort: wantPort, metricsPort: 29767 });
+        expect(c.ports.map((q: any) => q.containerPort)).toEqual([wantPort, 29767]);
+        expect(p.owner.spec.template.metadata.annotations["prometheus.io/port"]).toBe("29767");
         expect(c.startupProbe.periodSeconds).toBe(5);
-        // Startup is probegate's own liveness: a node whose Lustre is slow or broken must not get it killed.
-        expect(c.startupProbe.httpGet?.path).toBe("/livez");
-        expect(c.readinessProbe.httpGet?.path).toBe("/readyz");
-        // Liveness must not follow Lustre readiness, or a broken LNet would restart pods in a loop.
-        const live = c.livenessProbe;
-        expect(live.grpc ? ["", "liveness"].includes(live.grpc.service ?? "") : live.httpGet?.path === "/livez").toBe(true);
-        if (live.grpc) expect(live.grpc.port).toBe(wantPort);
         // The socket probegate serves sits in a mounted directory.
         const sock = new URL(flags.get("csi-endpoint")!).pathname;
         expect(c.volumeMounts.some((m: any) => path.dirname(sock) === m.mountPath)).toBe(true);
@@ -395,8 +399,10 @@ for (const target of ["base", "overlays/example"]) {
       const lpPort = Number(flagsOf(lp.args).get("http-endpoint")!.split(":").at(-1));
       const drv = spec.containers.find((c: any) => c.name === "lustre-csi-driver");
       expect(drv.ports.find((q: any) => q.name === drv.livenessProbe.httpGet.port).containerPort).toBe(lpPort);
-      const pgPort = spec.containers.find(isProbegate).ports[0].containerPort;
-      expect(lpPort).not.toBe(pgPort); // hostNetwork: two listeners on one node port would clash
+      const pgPorts = spec.containers.find(isProbegate).ports.map((q: any) => q.containerPort);
+      expect(pgPorts).not.toContain(lpPort); // hostNetwork: two listeners on one node port would clash
+      // kubelet is the sidecar's only caller: it listens on loopback, like probegate's probe port.
+      expectLoopbackHealthPorts(spec);
     });
 
     it("the plugin ConfigMap, its volume, its mount and --plugins-dir agree", () => {

@@ -13,7 +13,7 @@ import { LocalProbeSource, type ProbeSource } from "./services/probe-source.js";
 import { createFastPath } from "./services/fast-path.js";
 import { createRpcStack } from "./services/router.js";
 import type { Endpoint } from "./transport/endpoint.js";
-import { startCsiListener, startHttpListener, type RunningListener } from "./transport/listeners.js";
+import { startCsiListener, startHttpListener, startMetricsListener, type RunningListener } from "./transport/listeners.js";
 import { Admission, type CallClass } from "./transport/admission.js";
 import { BadClientLog } from "./transport/bad-client-log.js";
 import type { Edge } from "./transport/edge.js";
@@ -25,6 +25,10 @@ import type { StreamRoute } from "./transport/stream-route.js";
 export interface GatewayConfig {
   csiEndpoint?: Endpoint;
   httpEndpoint?: Endpoint;
+  /** A listener for /metrics only; when set, /metrics leaves the HTTP endpoint. */
+  metricsEndpoint?: Endpoint;
+  /** Health detail (?verbose, JSON) for remote clients too, not only loopback and the unix socket. */
+  healthDetailRemote?: boolean;
   identity: IdentityConfig;
   readiness: ReadinessProvider;
   /** Defaults to the local checks' verdict. Gateway mode combines it with the upstream's. */
@@ -50,6 +54,7 @@ export interface GatewayConfig {
 export interface Gateway {
   csi?: RunningListener;
   http?: RunningListener;
+  metrics?: RunningListener;
   /** Graceful stop: in-flight calls get up to deadlineMs, the socket is removed. */
   close(deadlineMs: number): Promise<void>;
 }
@@ -68,6 +73,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   // Fixed: --max-request-bytes is the forwarded calls' limit (the upstream proxy's), not this one.
   const readMaxBytes = SELF_ANSWERED_MAX_BYTES;
   const limits: EdgeLimits = { ...DEFAULT_EDGE_LIMITS, ...cfg.limits };
+  for (const reason of EDGE_REJECTIONS) cfg.metrics.edgeRejected.inc({ reason }, 0);
   const badClients = new BadClientLog(cfg.logger);
   for (const reason of EDGE_REJECTIONS) cfg.metrics.edgeRejected.inc({ reason }, 0);
   const edge: Edge = {
@@ -90,7 +96,8 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     csiOnlyServices: cfg.csiOnlyServices,
     extraFiles: cfg.extraFiles,
   });
-  const http = getRequestListener(createHttpApp({ readiness: cfg.readiness, metrics: cfg.metrics, notes: cfg.healthNotes }).fetch);
+  const appOptions = { readiness: cfg.readiness, metrics: cfg.metrics, notes: cfg.healthNotes, detailRemote: cfg.healthDetailRemote === true };
+  const http = getRequestListener(createHttpApp({ ...appOptions, serve: cfg.metricsEndpoint ? "health" : "all" }).fetch);
   const handler = (req: AnyRequest, res: AnyResponse) => {
     const path = requestPath(req.url);
     if (HTTP_PATHS.has(path)) void http(req as IncomingMessage, res as ServerResponse);
@@ -116,6 +123,12 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     if (cfg.httpEndpoint) {
       gw.http = await startHttpListener({ endpoint: cfg.httpEndpoint, routes: shared, handler, logger: cfg.logger, edge });
       listeners.push(gw.http);
+    }
+    if (cfg.metricsEndpoint) {
+      const scrape = getRequestListener(createHttpApp({ ...appOptions, serve: "metrics" }).fetch);
+      const handler = (req: AnyRequest, res: AnyResponse) => void scrape(req as IncomingMessage, res as ServerResponse);
+      gw.metrics = await startMetricsListener({ endpoint: cfg.metricsEndpoint, handler, logger: cfg.logger, edge });
+      listeners.push(gw.metrics);
     }
   } catch (err) {
     await gw.close(0);

@@ -13,7 +13,9 @@ import vm from "node:vm";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/observability/logger.js";
 import { Admission } from "../src/transport/admission.js";
+import { ConnectionTable } from "../src/transport/connection-table.js";
 import { DEFAULT_EDGE_LIMITS } from "../src/transport/edge-limits.js";
+import type { Edge } from "../src/transport/edge.js";
 import { createH2Server } from "../src/transport/h2-server.js";
 import type { StreamRoute } from "../src/transport/stream-route.js";
 
@@ -47,21 +49,29 @@ function probeOnce(socketPath: string): Promise<void> {
 
 describe("HTTP/2 sessions of closed connections", () => {
   it("are not kept alive by the idle timeout once their client has gone", async () => {
-    const { server, stop } = createH2Server({
+    const edge: Edge = {
+      limits: DEFAULT_EDGE_LIMITS,
+      admission: new Admission(DEFAULT_EDGE_LIMITS.maxInflight, DEFAULT_EDGE_LIMITS.maxWatches),
+      classify: () => "probe",
+      rejected: () => {},
+    };
+    const table = new ConnectionTable(DEFAULT_EDGE_LIMITS, edge, "unix");
+    const { server: h2server, attach, stop } = createH2Server({
       ctx: { listener: "unix", surface: "csi" },
       routes: [answer],
       handler: () => {},
       logger: createLogger("silent"),
-      edge: {
-        limits: DEFAULT_EDGE_LIMITS,
-        admission: new Admission(DEFAULT_EDGE_LIMITS.maxInflight, DEFAULT_EDGE_LIMITS.maxWatches),
-        classify: () => "probe",
-        rejected: () => {},
-      },
+      edge,
+      table,
+    });
+    // As the CSI listener accepts: into the connection table, then to the HTTP/2 server.
+    const server = net.createServer((socket) => {
+      const conn = table.accept(socket);
+      if (conn) attach(conn);
     });
     const refs: WeakRef<http2.ServerHttp2Session>[] = [];
     let closed = 0;
-    server.on("session", (s: http2.ServerHttp2Session) => {
+    h2server.on("session", (s: http2.ServerHttp2Session) => {
       refs.push(new WeakRef(s));
       s.once("close", () => closed++);
     });
@@ -81,6 +91,7 @@ describe("HTTP/2 sessions of closed connections", () => {
       expect(alive).toBeLessThanOrEqual(2);
     } finally {
       stop();
+      table.stop();
       await new Promise((r) => server.close(r));
     }
   }, 60_000);

@@ -28,7 +28,7 @@ function runSoak(args: string[]): Promise<{ code: number | null; stderr: string 
 
 describe("short soak", () => {
   it(
-    "serves every request kind through LNet faults, plugin churn, upstream kills, Kubernetes API faults, a burst and the fuzzer with no lost call, crash, wrong readiness or log flood",
+    "serves every request kind through LNet faults, plugin churn, upstream kills, Kubernetes API faults, a burst, a connection flood and the fuzzer with no lost call, crash, wrong readiness or log flood",
     async () => {
       const { code, stderr } = await runSoak([
         "--duration=70s",
@@ -42,6 +42,9 @@ describe("short soak", () => {
         "--upstream-down=2s-4s",
         "--burst-every=60s",
         "--burst-length=4s",
+        // One connection flood (issue 22: 1,000 idle connections on the node gateway's port and socket) at 25 s.
+        "--flood-every=50s",
+        "--flood-length=4s",
         "--rate=0.5",
       ]);
       expect([0, 1], stderr).toContain(code);
@@ -55,6 +58,7 @@ describe("short soak", () => {
       for (const f of ["broken", "hanging", "garbage", "missing"]) expect(r.lnetInjected[f] ?? 0, `lnet ${f}`).toBeGreaterThan(0);
       expect(r.upstream.kills).toBeGreaterThan(0);
       expect(r.bursts).toBeGreaterThan(0);
+      expect(r.faults["flood-idle"], "a connection flood").toBe(1);
       expect(Object.keys(r.faults).some((k) => k.startsWith("plugins-plain-"))).toBe(true);
       expect(Object.keys(r.faults).some((k) => k.startsWith("plugins-configmap-"))).toBe(true);
       expect(r.fuzz.rounds).toBeGreaterThan(0);

@@ -23,6 +23,10 @@ export interface Config {
   mode: Mode;
   csiEndpoint: Endpoint;
   httpEndpoint?: Endpoint;
+  /** --metrics-endpoint: /metrics served here only (and no longer on the HTTP endpoint). */
+  metricsEndpoint?: Endpoint;
+  /** --readyz-detail-remote: health detail (?verbose, JSON) to any client, not only loopback and the unix socket. */
+  healthDetailRemote: boolean;
   driverName: string;
   driverVersion?: string;
   capabilities: string[];
@@ -103,6 +107,7 @@ function edgeLimits(str: (k: string) => string | undefined): EdgeLimits {
   };
   const limits: EdgeLimits = {
     maxConnections: int("max-connections", d.maxConnections, 1_000_000),
+    maxConnectionsPerAddress: int("max-connections-per-address", d.maxConnectionsPerAddress, 1_000_000),
     maxStreamsPerConnection: int("max-streams-per-connection", d.maxStreamsPerConnection, 2 ** 31 - 1),
     maxInflight: int("max-inflight", d.maxInflight, 1_000_000),
     maxWatches: int("max-watches", d.maxWatches, 1_000_000),
@@ -110,6 +115,11 @@ function edgeLimits(str: (k: string) => string | undefined): EdgeLimits {
     requestTimeoutMs: dur("request-timeout", d.requestTimeoutMs),
     idleTimeoutMs: dur("idle-timeout", d.idleTimeoutMs),
   };
+  // The default share is a quarter-ish of the default table; with a smaller table it is all of it.
+  if (str("max-connections-per-address") === undefined) limits.maxConnectionsPerAddress = Math.min(limits.maxConnectionsPerAddress, limits.maxConnections);
+  else if (limits.maxConnectionsPerAddress > limits.maxConnections) {
+    throw new UsageError(`--max-connections-per-address: ${limits.maxConnectionsPerAddress} is more than --max-connections ${limits.maxConnections}`);
+  }
   if (limits.maxWatches > limits.maxInflight) {
     throw new UsageError(`--max-watches: ${limits.maxWatches} is more than --max-inflight ${limits.maxInflight} (Watch streams count as calls in progress)`);
   }
@@ -170,6 +180,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   const httpRaw = str("http-endpoint") ?? (mode === "node" ? "0.0.0.0:29763" : "0.0.0.0:29762");
   const httpEndpoint = httpRaw === "off" ? undefined : endpoint("http-endpoint", httpRaw);
   if (httpEndpoint && httpEndpoint.kind !== "tcp") throw new UsageError(`--http-endpoint: must be HOST:PORT (TCP), got "${httpRaw}"`);
+  const metricsRaw = str("metrics-endpoint");
+  const metricsEndpoint = metricsRaw === undefined ? undefined : endpoint("metrics-endpoint", metricsRaw);
+  if (metricsEndpoint && metricsEndpoint.kind !== "tcp") throw new UsageError(`--metrics-endpoint: must be HOST:PORT (TCP), got "${metricsRaw}"`);
+  if (metricsEndpoint && httpEndpoint && metricsEndpoint.port !== 0 && metricsEndpoint.port === httpEndpoint.port) {
+    throw new UsageError(`--metrics-endpoint: port ${metricsEndpoint.port} is --http-endpoint's too`);
+  }
 
   const driverName = str("driver-name") ?? "probegate.csi.io";
   const nameProblem = driverNameProblem(driverName);
@@ -244,6 +260,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     mode,
     csiEndpoint,
     httpEndpoint,
+    metricsEndpoint,
+    healthDetailRemote: values["readyz-detail-remote"] === true,
     driverName,
     driverVersion,
     capabilities,

@@ -152,6 +152,8 @@ export async function main(argv: string[]): Promise<number> {
     gw = await startGateway({
       csiEndpoint: cfg.csiEndpoint,
       httpEndpoint: cfg.httpEndpoint,
+      metricsEndpoint: cfg.metricsEndpoint,
+      healthDetailRemote: cfg.healthDetailRemote,
       identity: identityConfig(cfg),
       readiness: checks.engine,
       logger,
@@ -181,6 +183,7 @@ export async function main(argv: string[]): Promise<number> {
       mode: cfg.mode,
       csiEndpoint: gw.csi?.address,
       httpEndpoint: gw.http?.address ?? "off",
+      metricsEndpoint: gw.metrics?.address ?? "on the HTTP endpoint",
       driverName: cfg.driverName,
       upstream: upstream?.upstream ?? "none",
       gate: [...cfg.gate],

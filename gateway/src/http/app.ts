@@ -21,17 +21,41 @@ const ENDPOINTS: Record<string, EndpointSpec> = {
   "/livez": { probe: "liveness", okBody: "alive", failBody: "not alive", name: "livez" },
 };
 
-export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Metrics; notes?: () => string[] }): Hono {
-  const { readiness, metrics } = opts;
-  const app = new Hono();
+/** A peer that may see health detail without --readyz-detail-remote: loopback, or the unix socket (no remote address). */
+export function isLocalPeer(remoteAddress: string | undefined): boolean {
+  if (remoteAddress === undefined) return true;
+  const a = remoteAddress.startsWith("::ffff:") ? remoteAddress.slice(7) : remoteAddress;
+  return a === "::1" || a.startsWith("127.");
+}
 
-  const answer = (spec: EndpointSpec) => (c: Context) => {
+type NodeEnv = { incoming?: { socket?: { remoteAddress?: string } } };
+
+/**
+ * The plain-HTTP paths. serve: "all" (health and /metrics on one port), "health"
+ * (the HTTP endpoint when --metrics-endpoint is set: /metrics is 404 there) or
+ * "metrics" (the metrics listener: /metrics and nothing else). Health detail
+ * (NIDs, interface names, check messages) is for local peers unless detailRemote.
+ */
+export function createHttpApp(opts: {
+  readiness: ReadinessProvider;
+  metrics: Metrics;
+  notes?: () => string[];
+  serve?: "all" | "health" | "metrics";
+  detailRemote?: boolean;
+}): Hono<{ Bindings: NodeEnv }> {
+  const { readiness, metrics } = opts;
+  const serve = opts.serve ?? "all";
+  const app = new Hono<{ Bindings: NodeEnv }>();
+  const detailAllowed = (c: Context<{ Bindings: NodeEnv }>) => opts.detailRemote === true || isLocalPeer(c.env?.incoming?.socket?.remoteAddress);
+
+  const answer = (spec: EndpointSpec) => (c: Context<{ Bindings: NodeEnv }>) => {
     const s = readiness.snapshot();
     const exclude = excludeSet(c.req.queries("exclude") ?? []);
     const view = healthView(s, spec.probe, exclude);
     const status = view.ok ? 200 : 503;
     ProbeCounts.for(metrics).http(spec.name, view.ok);
     c.header("cache-control", "no-store");
+    if (!detailAllowed(c)) return c.text(view.ok ? spec.okBody : spec.failBody, status);
     if ((c.req.header("accept") ?? "").includes("application/json")) {
       return c.json(
         {
@@ -55,7 +79,7 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
     return c.text(view.ok ? spec.okBody : spec.failBody, status);
   };
 
-  for (const [path, spec] of Object.entries(ENDPOINTS)) app.get(path, answer(spec));
+  if (serve !== "metrics") for (const [path, spec] of Object.entries(ENDPOINTS)) app.get(path, answer(spec));
   // Scrapes that overlap share one: each would otherwise walk the whole
   // registry at once, and a pipelined burst of them is enough to exhaust the heap.
   let scrape: Promise<string> | undefined;
@@ -63,10 +87,12 @@ export function createHttpApp(opts: { readiness: ReadinessProvider; metrics: Met
     (scrape ??= metrics.registry.metrics().finally(() => {
       scrape = undefined;
     }));
-  app.get("/metrics", async (c) => {
-    const body = await collect();
-    return c.text(body, 200, { "content-type": metrics.registry.contentType });
-  });
+  if (serve !== "health") {
+    app.get("/metrics", async (c) => {
+      const body = await collect();
+      return c.text(body, 200, { "content-type": metrics.registry.contentType });
+    });
+  }
   app.notFound((c) => c.text("not found", 404));
   app.onError((err, c) => c.text(`internal error: ${err.message}`, 500));
   return app;

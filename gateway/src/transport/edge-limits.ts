@@ -3,15 +3,17 @@
 // see README "Limits" for the arithmetic.
 
 export interface EdgeLimits {
-  /** Open connections per listener; more are closed on accept. */
+  /** Open connections per listener; a new one over it closes the one idle the longest, or is refused when all are busy. */
   maxConnections: number;
+  /** Open connections per listener from one remote address (loopback and this node's own addresses are not capped). */
+  maxConnectionsPerAddress: number;
   /** HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; more streams are refused (REFUSED_STREAM). */
   maxStreamsPerConnection: number;
   /** Calls and HTTP requests in progress, both listeners together. */
   maxInflight: number;
   /** Open Health/Watch streams, both listeners together (they count as in-flight calls too). */
   maxWatches: number;
-  /** HTTP/1.1: a request's headers must arrive within this, from the connection's first byte. */
+  /** A connection's first request (HTTP/1.1 headers, an HTTP/2 stream) must arrive within this from accept. */
   headerTimeoutMs: number;
   /** A request must arrive in full (headers, body, half-close) within this. */
   requestTimeoutMs: number;
@@ -21,6 +23,7 @@ export interface EdgeLimits {
 
 export const DEFAULT_EDGE_LIMITS: EdgeLimits = {
   maxConnections: 256,
+  maxConnectionsPerAddress: 64,
   maxStreamsPerConnection: 100,
   maxInflight: 256,
   maxWatches: 64,
@@ -31,8 +34,9 @@ export const DEFAULT_EDGE_LIMITS: EdgeLimits = {
 
 /**
  * How long a connection we asked to go away (GOAWAY, Connection: close) may
- * linger before its socket is destroyed. node:http2 never closes a socket after
- * a connection error on its own, so without this every bad frame leaks a descriptor.
+ * linger before its socket is destroyed, and how long an idle HTTP/2 peer has
+ * to answer a PING. node:http2 never closes a socket after a connection error
+ * on its own (nor says it sent GOAWAY), so without this every bad frame leaks a descriptor.
  */
 export const GOAWAY_GRACE_MS = 2_000;
 
@@ -43,18 +47,21 @@ export const MAX_PIPELINED = 16;
  * Values of probegate_edge_rejected_total{reason}. A list, not only a type, so
  * each series can start at 0: increase() and rate() then see a pod's first
  * rejection, and a dashboard shows the edge before anything was refused.
+ * request_too_large and session_error were never emitted and are gone (#27
+ * item 5): an oversized request gets its status only (README "Limits"), and a
+ * session that hits a connection error ends as goaway_grace.
  */
 export const EDGE_REJECTIONS = [
   "connections",
+  "per_address",
+  "evicted",
   "inflight",
   "watches",
-  "request_too_large",
   "header_timeout",
   "request_timeout",
   "idle_timeout",
   "goaway_grace",
   "pipeline_depth",
   "bad_authority",
-  "session_error",
 ] as const;
 export type EdgeRejection = (typeof EDGE_REJECTIONS)[number];

@@ -1,3 +1,4 @@
+import net from "node:net";
 import path from "node:path";
 
 export type Endpoint =
@@ -9,7 +10,8 @@ export class EndpointError extends Error {}
 /**
  * Parses the CSI convention: `unix:///abs/path.sock`, `unix://rel/path.sock`
  * (relative to cwd, as csi-lib-utils treats it), `unix:/abs`, or `tcp://host:port`.
- * A bare `host:port` (or `:port`) is accepted for TCP, as --http-endpoint uses it.
+ * A bare `host:port` (or `:port`) is accepted for TCP, as --http-endpoint uses it,
+ * and so is an unbracketed IPv6 address followed by its port.
  */
 export function parseEndpoint(raw: string, cwd = process.cwd()): Endpoint {
   const value = raw.trim();
@@ -27,6 +29,9 @@ export function parseEndpoint(raw: string, cwd = process.cwd()): Endpoint {
     throw new EndpointError(`${raw}: unsupported scheme (use unix:// or tcp://)`);
   }
   hostPort = hostPort.replace(/\/+$/, "");
+  // A bare IPv6 address before the port, as the downward API writes status.podIP: fd00::1:8080.
+  const bare = /^([0-9a-fA-F:.]+):(\d{1,5})$/.exec(hostPort);
+  if (bare && net.isIPv6(bare[1])) hostPort = `[${bare[1]}]:${bare[2]}`;
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\[\]\/]*)):(\d{1,5})$/.exec(hostPort);
   if (!m) throw new EndpointError(`${raw}: expected HOST:PORT`);
   const port = Number(m[3]);

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type net from "node:net";
 import type { Logger } from "../observability/logger.js";
+import type { Conn, ConnectionTable } from "./connection-table.js";
 import { DeadlineSweep } from "./deadline-sweep.js";
 import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
 import { answerResponse, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
@@ -8,11 +9,15 @@ import { GOAWAY_GRACE_MS, MAX_PIPELINED } from "./edge-limits.js";
 import type { Edge } from "./edge.js";
 import type { CompatHandler } from "./h2-server.js";
 import { requestPath } from "./request-path.js";
+import type { Listener } from "./stream-route.js";
 
-type Phase = "headers" | "request" | "busy" | "idle";
-
-interface Conn {
-  phase: Phase;
+/**
+ * An HTTP/1.1 connection's own state, kept in its connection-table entry:
+ * waiting for a request (its header and idle timeouts are the table's), a
+ * request whose body is still arriving (the request timeout, here), or busy.
+ */
+export interface H1State {
+  phase: "waiting" | "request" | "busy";
   req?: http.IncomingMessage;
   res?: http.ServerResponse;
   /** Pipelined requests waiting for the one being served. */
@@ -22,53 +27,59 @@ interface Conn {
 const TIMEOUT_408 = "HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 
 export interface H1Server {
-  /** Hands a connection to the server (the TCP port sniffs the protocol first). */
-  attach(socket: net.Socket): void;
-  sockets: Set<net.Socket>;
+  /** Hands an admitted connection to the server (the TCP port sniffs the protocol first). */
+  attach(conn: Conn): void;
   server: http.Server;
   stop(): void;
 }
 
 /**
- * The HTTP/1.1 side of the TCP port. Sockets arrive through emit('connection')
+ * The HTTP/1.1 side of a TCP port. Sockets arrive through emit('connection')
  * and the server never listen()s, so Node's own header and request timeouts
- * never run; this enforces them itself, with the keep-alive idle timeout, on
- * one coarse timer. Pipelined requests are served one at a time per connection
- * (Node would start them all at once), at most MAX_PIPELINED waiting.
+ * never run: the connection table enforces the header and keep-alive idle
+ * timeouts, this the request timeout, on one coarse timer. Pipelined requests
+ * are served one at a time per connection (Node would start them all at once),
+ * at most MAX_PIPELINED waiting.
  */
-export function createH1Server(opts: { handler: CompatHandler; logger: Logger; edge: Edge }): H1Server {
-  const { edge, logger } = opts;
+export function createH1Server(opts: {
+  handler: CompatHandler;
+  logger: Logger;
+  edge: Edge;
+  table: ConnectionTable;
+  listener: Listener;
+}): H1Server {
+  const { edge, logger, table, listener } = opts;
   const { limits } = edge;
-  const conns = new WeakMap<net.Socket, Conn>();
-  const sockets = new Set<net.Socket>();
 
   const closeSoon = (socket: net.Socket) => {
     setTimeout(() => socket.destroy(), GOAWAY_GRACE_MS).unref();
   };
 
-  const sweep = new DeadlineSweep<net.Socket>(Math.min(limits.headerTimeoutMs, limits.requestTimeoutMs, limits.idleTimeoutMs), (socket) => {
-    const c = conns.get(socket);
-    if (!c || socket.destroyed) return;
-    if (c.phase === "headers") {
-      edge.rejected("header_timeout", { listener: "tcp" });
-      if (socket.writable) socket.end(TIMEOUT_408);
-      closeSoon(socket);
-    } else if (c.phase === "request") {
-      if (c.req?.complete) return;
-      edge.rejected("request_timeout", { listener: "tcp" });
-      answerResponse(c.res!, c.req?.headers["content-type"], requestTimedOut(limits.requestTimeoutMs), true);
-      closeSoon(socket);
-    } else if (c.phase === "idle") {
-      edge.rejected("idle_timeout", { listener: "tcp" });
-      socket.destroy();
-    }
+  const sweep = new DeadlineSweep<Conn>(limits.requestTimeoutMs, (conn) => {
+    const c = conn.h1!;
+    if (conn.socket.destroyed || c.phase !== "request" || c.req?.complete) return;
+    edge.rejected("request_timeout", { listener });
+    answerResponse(c.res!, c.req?.headers["content-type"], requestTimedOut(limits.requestTimeoutMs), true);
+    closeSoon(conn.socket);
   });
 
-  const serve = (socket: net.Socket, c: Conn, req: http.IncomingMessage, res: http.ServerResponse) => {
+  const onTimeout = (conn: Conn, reason: "header_timeout" | "idle_timeout") => {
+    edge.rejected(reason, { listener });
+    // Headers begun and not finished get an answer; a quiet keep-alive connection just goes.
+    if (reason === "idle_timeout") conn.socket.destroy();
+    else {
+      if (conn.socket.writable) conn.socket.end(TIMEOUT_408);
+      closeSoon(conn.socket);
+    }
+  };
+
+  const serve = (conn: Conn, req: http.IncomingMessage, res: http.ServerResponse) => {
+    const c = conn.h1!;
     c.phase = "request";
     c.req = req;
     c.res = res;
-    sweep.set(socket, Date.now() + limits.requestTimeoutMs);
+    table.busy(conn);
+    sweep.set(conn, Date.now() + limits.requestTimeoutMs);
     const cls = edge.classify(requestPath(req.url));
     const refusal = edge.admission.enter(cls);
     let done = false;
@@ -78,12 +89,12 @@ export function createH1Server(opts: { handler: CompatHandler; logger: Logger; e
       if (!refusal) edge.admission.leave(cls);
       c.req = undefined;
       c.res = undefined;
+      sweep.delete(conn);
       const next = c.queue.shift();
-      if (next) serve(socket, c, next[0], next[1]);
-      else if (!socket.destroyed) {
-        c.phase = "idle";
-        sweep.set(socket, Date.now() + limits.idleTimeoutMs);
-      }
+      if (next) serve(conn, next[0], next[1]);
+      else c.phase = "waiting";
+      // After the next one is counted, so a half-closed peer's queue is still served.
+      table.done(conn);
     };
     res.once("finish", finished);
     res.once("close", finished);
@@ -91,13 +102,13 @@ export function createH1Server(opts: { handler: CompatHandler; logger: Logger; e
     // HTTP/1.0 may omit Host (HTTP/1.1 without one never gets here: Node answers 400).
     if (host === undefined) req.headers.host = DEFAULT_AUTHORITY;
     else if (!validAuthority(host)) {
-      edge.rejected("bad_authority", { listener: "tcp" });
+      edge.rejected("bad_authority", { listener });
       req.resume();
       answerResponse(res, req.headers["content-type"], badAuthority(), true);
       return;
     }
     if (refusal) {
-      edge.rejected(refusal, { listener: "tcp", path: requestPath(req.url) });
+      edge.rejected(refusal, { listener, path: requestPath(req.url) });
       req.resume();
       answerResponse(res, req.headers["content-type"], tooBusy(refusal === "watches" ? "too many Watch streams" : "too many calls in progress"), false);
       return;
@@ -112,24 +123,23 @@ export function createH1Server(opts: { handler: CompatHandler; logger: Logger; e
     // Node's own timers cannot run here (see above); its keep-alive timer can, so it agrees with ours.
     { keepAliveTimeout: limits.idleTimeoutMs, requestTimeout: 0 },
     (req, res) => {
-      const socket = req.socket;
-      const c = conns.get(socket);
-      if (!c) {
+      const conn = table.get(req.socket);
+      if (!conn?.h1) {
         opts.handler(req, res);
         return;
       }
-      if (c.phase === "headers" || c.phase === "idle") {
-        serve(socket, c, req, res);
+      if (conn.h1.phase === "waiting") {
+        serve(conn, req, res);
         return;
       }
-      if (c.queue.length >= MAX_PIPELINED) {
-        edge.rejected("pipeline_depth", { listener: "tcp" });
+      if (conn.h1.queue.length >= MAX_PIPELINED) {
+        edge.rejected("pipeline_depth", { listener });
         req.resume();
         // Answered at once, in order after the ones waiting; the connection stays usable.
         answerResponse(res, req.headers["content-type"], tooBusy("too many pipelined requests"), false);
         return;
       }
-      c.queue.push([req, res]);
+      conn.h1.queue.push([req, res]);
     },
   );
   server.on("clientError", (err, socket) => {
@@ -142,16 +152,11 @@ export function createH1Server(opts: { handler: CompatHandler; logger: Logger; e
 
   return {
     server,
-    sockets,
-    attach(socket) {
-      sockets.add(socket);
-      conns.set(socket, { phase: "headers", queue: [] });
-      sweep.set(socket, Date.now() + limits.headerTimeoutMs);
-      socket.once("close", () => {
-        sockets.delete(socket);
-        sweep.delete(socket);
-      });
-      server.emit("connection", socket);
+    attach(conn) {
+      conn.h1 = { phase: "waiting", queue: [] };
+      conn.onTimeout = (reason) => onTimeout(conn, reason);
+      conn.socket.once("close", () => sweep.delete(conn));
+      server.emit("connection", conn.socket);
     },
     stop: () => sweep.stop(),
   };

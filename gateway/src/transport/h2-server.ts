@@ -1,16 +1,16 @@
 import { Code } from "@connectrpc/connect";
 import type http from "node:http";
 import http2 from "node:http2";
-import type net from "node:net";
 import type { Logger } from "../observability/logger.js";
 import type { CallClass } from "./admission.js";
+import type { Conn, ConnectionTable } from "./connection-table.js";
 import { DeadlineSweep } from "./deadline-sweep.js";
 import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
 import { answerStream, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS } from "./edge-limits.js";
 import { respondTrailersOnly } from "./grpc-wire.js";
 import type { Edge } from "./edge.js";
-import type { Listener, StreamContext, StreamRoute } from "./stream-route.js";
+import type { StreamContext, StreamRoute } from "./stream-route.js";
 
 /** A request handler for both HTTP/1.1 and the HTTP/2 compatibility API (Connect's and hono's shape). */
 export type CompatHandler = (
@@ -27,25 +27,27 @@ type StreamListener = (
 
 /** Marks which listener a session came in on (its StreamContext), for routing and metrics labels. */
 export const LISTENER = Symbol("probegate.listener");
-/** Streams open on a session, kept on the session so idle checks need no lookup. */
-const OPEN = Symbol("probegate.openStreams");
 
 /** The admission class a stream was counted under, released when it closes. */
 const CLASS = Symbol("probegate.callClass");
-const SESSION = Symbol("probegate.session");
+/** The connection-table entry of the stream's connection (stream.session is gone by 'close'). */
+const CONN = Symbol("probegate.conn");
 /** For answering in the client's protocol when the request times out. */
 const CONTENT_TYPE = Symbol("probegate.contentType");
 type AdmittedStream = http2.ServerHttp2Stream & {
   [CLASS]?: CallClass;
-  [SESSION]?: TrackedSession;
+  [CONN]?: Conn;
   [CONTENT_TYPE]?: string | string[];
 };
 
-type TrackedSession = http2.ServerHttp2Session & { [OPEN]?: number; [LISTENER]?: StreamContext };
+/** A session's connection-table entry. */
+const CONN_OF = Symbol("probegate.sessionConn");
+type TrackedSession = http2.ServerHttp2Session & { [LISTENER]?: StreamContext; [CONN_OF]?: Conn };
 
 export interface H2Server {
   server: http2.Http2Server;
-  sessions: Set<http2.ServerHttp2Session>;
+  /** Hands an admitted connection to the server (the TCP port sniffs the protocol first). */
+  attach(conn: Conn): void;
   /** Stops the edge's timers (on shutdown). */
   stop(): void;
 }
@@ -59,10 +61,12 @@ export interface H2Server {
  *
  * It also enforces the edge's HTTP/2 limits: streams per connection (nghttp2
  * answers REFUSED_STREAM), in-flight calls and Watch streams (RESOURCE_EXHAUSTED),
- * a request timeout per stream, an idle timeout per session, and a grace after
- * which a session that should be gone is destroyed: node:http2 sends GOAWAY on
- * a connection error but never closes the socket, so each bad frame would
- * otherwise hold a descriptor for good.
+ * a request timeout per stream, and a grace after which a session that should
+ * be gone is destroyed. Its idle and first-request timeouts are the connection
+ * table's. node:http2 sends GOAWAY on a connection error (a bad frame) but
+ * neither closes the socket nor tells anyone: such a session just stops
+ * answering. So an idle session that has received anything since it was last
+ * checked is sent a PING, and destroyed when no ACK comes within the grace.
  */
 export function createH2Server(opts: {
   ctx: StreamContext;
@@ -70,8 +74,9 @@ export function createH2Server(opts: {
   handler: CompatHandler;
   logger: Logger;
   edge: Edge;
+  table: ConnectionTable;
 }): H2Server {
-  const { ctx, routes, logger, edge } = opts;
+  const { ctx, routes, logger, edge, table } = opts;
   const { limits, admission } = edge;
   const listener = ctx.listener;
   const server = http2.createServer({
@@ -98,8 +103,8 @@ export function createH2Server(opts: {
   function onStreamClose(this: AdmittedStream) {
     admission.leave(this[CLASS]!);
     pending.delete(this);
-    const session = this[SESSION];
-    if (session && --session[OPEN]! === 0) idle.set(session, Date.now() + limits.idleTimeoutMs);
+    const conn = this[CONN];
+    if (conn) table.done(conn);
   }
 
   const admit = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean => {
@@ -112,11 +117,10 @@ export function createH2Server(opts: {
       answerStream(stream, headers["content-type"], tooBusy(refusal === "watches" ? "too many Watch streams" : "too many calls in progress"));
       return false;
     }
-    const session = stream.session as TrackedSession | undefined;
-    if (session && (session[OPEN] = (session[OPEN] ?? 0) + 1) === 1) idle.delete(session);
+    const conn = (stream.session as TrackedSession | undefined)?.[CONN_OF];
+    if (conn) table.busy(conn);
     (stream as AdmittedStream)[CLASS] = cls;
-    // stream.session is gone by 'close'; keep it.
-    (stream as AdmittedStream)[SESSION] = session;
+    (stream as AdmittedStream)[CONN] = conn;
     // 'close' comes once; on() spares the wrapper once() would allocate.
     stream.on("close", onStreamClose);
     (stream as AdmittedStream)[CONTENT_TYPE] = headers["content-type"];
@@ -153,12 +157,6 @@ export function createH2Server(opts: {
   if (!compat) throw new Error("node:http2 compatibility layer not found; unsupported Node.js version");
   server.removeListener("stream", compat);
 
-  const sessions = new Set<http2.ServerHttp2Session>();
-  // Idle means no stream open for the idle timeout, whatever else the client
-  // sends: PINGs or SETTINGS trickled every second must not keep a connection forever.
-  const idle = new DeadlineSweep<TrackedSession>(limits.idleTimeoutMs, (session) => {
-    if (!session.destroyed && !session.closed && (session[OPEN] ?? 0) === 0) goAway(session);
-  });
   /** Destroys a session (and its socket) unless it has closed by itself within the grace. */
   const destroyLater = (session: http2.ServerHttp2Session, reason: "goaway_grace") => {
     setTimeout(() => {
@@ -167,18 +165,21 @@ export function createH2Server(opts: {
       session.destroy();
     }, GOAWAY_GRACE_MS).unref();
   };
-  const goAway = (session: TrackedSession) => {
-    edge.rejected("idle_timeout", { listener });
+  /**
+   * The table's timeout: no stream open for the idle timeout (or none ever, for
+   * the header timeout), whatever else the client sends: PINGs or SETTINGS
+   * trickled every second must not keep a connection.
+   */
+  const goAway = (session: TrackedSession, reason: "header_timeout" | "idle_timeout") => {
+    edge.rejected(reason, { listener });
+    if (session.destroyed) return;
     session.close();
     destroyLater(session, "goaway_grace");
   };
   /** Node's session timeout: no frame at all either way for the idle timeout. */
   const onIdle = (session: TrackedSession) => {
-    if (session.destroyed) return;
-    if ((session[OPEN] ?? 0) === 0) {
-      if (!session.closed) goAway(session);
-      return;
-    }
+    // With no stream open it is the connection table's to close.
+    if (session.destroyed || (session[CONN_OF]?.busy ?? 0) === 0) return;
     // Streams are open but nothing moved (a quiet Watch, or a session nghttp2
     // has already given up on): a PING tells a live peer from a dead one.
     const timer = setTimeout(() => {
@@ -201,27 +202,62 @@ export function createH2Server(opts: {
       session.destroy();
     }
   };
+  /**
+   * While idle: a session that has received bytes since the last look is asked
+   * for a PING ACK; one that cannot give it (a connection error made nghttp2
+   * stop, or a peer that is not HTTP/2) is destroyed after the grace.
+   */
+  const checkAlive = (conn: Conn, session: TrackedSession, seen: { bytes: number; waiting: boolean }) => {
+    const bytes = conn.socket.bytesRead;
+    if (seen.waiting || bytes === seen.bytes || session.destroyed) return;
+    seen.bytes = bytes;
+    seen.waiting = true;
+    const timer = setTimeout(() => {
+      if (session.destroyed || conn.busy > 0) return;
+      edge.rejected("goaway_grace", { listener });
+      session.destroy();
+    }, GOAWAY_GRACE_MS);
+    timer.unref();
+    try {
+      session.ping(() => {
+        clearTimeout(timer);
+        seen.waiting = false;
+        // The ACK itself is bytes read; only what the peer sends after it asks for another look.
+        seen.bytes = conn.socket.bytesRead;
+      });
+    } catch {
+      clearTimeout(timer);
+      session.destroy();
+    }
+  };
+  let incoming: Conn | undefined;
   server.on("session", (session: TrackedSession) => {
     session[LISTENER] = ctx;
-    session[OPEN] = 0;
-    sessions.add(session);
+    const conn = incoming;
+    if (conn) {
+      session[CONN_OF] = conn;
+      conn.session = session;
+      conn.onTimeout = (reason) => goAway(session, reason);
+      const seen = { bytes: 0, waiting: false };
+      conn.onIdleTick = () => checkAlive(conn, session, seen);
+    }
     session.setTimeout(limits.idleTimeoutMs, () => onIdle(session));
-    idle.set(session, Date.now() + limits.idleTimeoutMs);
-    session.once("close", () => {
-      sessions.delete(session);
-      idle.delete(session);
-      disarmSessionTimeout(session);
-    });
+    session.once("close", () => disarmSessionTimeout(session));
     session.on("error", (err) => logger.debug({ err, listener }, "http2 session error"));
   });
   server.on("sessionError", (err) => logger.debug({ err, listener, surface: ctx.surface }, "http2 session error"));
   return {
     server,
-    sessions,
-    stop: () => {
-      pending.stop();
-      idle.stop();
+    attach(conn) {
+      // 'session' is emitted synchronously from the server's connection listener.
+      incoming = conn;
+      try {
+        server.emit("connection", conn.socket);
+      } finally {
+        incoming = undefined;
+      }
     },
+    stop: () => pending.stop(),
   };
 }
 
@@ -240,12 +276,6 @@ function disarmSessionTimeout(session: http2.Http2Session): void {
   const key = Object.getOwnPropertySymbols(session).find((s) => s.description === "timeout");
   const timer = key ? (session as unknown as Record<symbol, unknown>)[key] : undefined;
   if (timer) clearTimeout(timer as NodeJS.Timeout);
-}
-
-/** Connection cap on a listening server: Node closes the extra sockets on accept and says so with 'drop'. */
-export function capConnections(server: net.Server, max: number, edge: Edge, listener: Listener): void {
-  server.maxConnections = max;
-  server.on("drop", () => edge.rejected("connections", { listener }));
 }
 
 /**

@@ -1,10 +1,10 @@
-import type http2 from "node:http2";
 import net from "node:net";
 import type { Logger } from "../observability/logger.js";
 import type { Endpoint } from "./endpoint.js";
 import type { Edge } from "./edge.js";
 import { createH1Server } from "./h1-server.js";
-import { capConnections, createH2Server, type CompatHandler } from "./h2-server.js";
+import { ConnectionTable, type Conn } from "./connection-table.js";
+import { createH2Server, type CompatHandler } from "./h2-server.js";
 import { sniffConnection } from "./sniff.js";
 import { NETWORK_TCP, type StreamRoute } from "./stream-route.js";
 import { prepareSocketPath, removeSocketPath } from "./unix-socket.js";
@@ -46,22 +46,16 @@ function boundAddress(server: net.Server, ep: Endpoint): string {
   return `${a.address.includes(":") ? `[${a.address}]` : a.address}:${a.port}`;
 }
 
-/** Waits for every tracked connection to go away, or the deadline. */
-async function drain(
-  sessions: Set<http2.ServerHttp2Session>,
-  sockets: Set<net.Socket>,
-  deadlineMs: number,
-  onTick?: () => void,
-): Promise<void> {
-  for (const s of sessions) s.close();
-  const start = Date.now();
-  while ((sessions.size > 0 || sockets.size > 0) && Date.now() - start < deadlineMs) {
-    // Keep-alive connections become idle as their last call ends; close them then.
-    onTick?.();
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  for (const s of sessions) s.destroy();
-  for (const s of sockets) s.destroy();
+/**
+ * Accepts connections into a fresh connection table and hands each admitted
+ * one on; the table closes idle ones to make room, and drains them on close.
+ */
+function acceptInto(table: ConnectionTable, logger: Logger, onConn: (conn: Conn) => void): net.Server {
+  return net.createServer((socket) => {
+    socket.on("error", (err) => logger.debug({ err }, "connection error"));
+    const conn = table.accept(socket);
+    if (conn) onConn(conn);
+  });
 }
 
 /** The CSI endpoint: gRPC over h2c only (what kubelet-side tools speak). */
@@ -72,11 +66,12 @@ export async function startCsiListener(opts: {
   logger: Logger;
   edge: Edge;
 }): Promise<RunningListener> {
-  const { endpoint, edge } = opts;
+  const { endpoint, edge, logger } = opts;
   const ctx = { listener: endpoint.kind === "unix" ? "unix" : "tcp", surface: "csi" } as const;
   const listener = ctx.listener;
-  const { server, sessions, stop } = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger: opts.logger, edge });
-  capConnections(server, edge.limits.maxConnections, edge, listener);
+  const table = new ConnectionTable(edge.limits, edge, listener);
+  const h2 = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger, edge, table });
+  const server = acceptInto(table, logger, (conn) => h2.attach(conn));
   if (endpoint.kind === "unix") {
     try {
       await prepareSocketPath(endpoint.path);
@@ -86,15 +81,15 @@ export async function startCsiListener(opts: {
   }
   await listen(server, endpoint);
   // After listening, accept errors (EMFILE when descriptors run out) are worth a line, never a crash.
-  server.on("error", (err) => opts.logger.warn({ err, listener }, "listener error"));
+  server.on("error", (err) => logger.warn({ err, listener }, "listener error"));
   const address = boundAddress(server, endpoint);
   return {
     endpoint,
     address,
     async close(deadlineMs) {
       server.close();
-      await drain(sessions, new Set(), deadlineMs);
-      stop();
+      await table.drain(deadlineMs);
+      h2.stop();
       if (endpoint.kind === "unix") await removeSocketPath(endpoint.path);
     },
   };
@@ -113,21 +108,13 @@ export async function startHttpListener(opts: {
   edge: Edge;
 }): Promise<RunningListener> {
   const { endpoint, logger, edge } = opts;
-  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger, edge });
-  const h1 = createH1Server({ handler: opts.handler, logger, edge });
-  const tcp = net.createServer((socket) => {
-    socket.on("error", (err) => logger.debug({ err }, "connection error"));
-    sniffConnection(
-      socket,
-      (proto, s) => {
-        if (proto === "h2c") h2.server.emit("connection", s);
-        else h1.attach(s);
-      },
-      edge.limits.headerTimeoutMs,
-    );
-  });
-  capConnections(tcp, edge.limits.maxConnections, edge, "tcp");
   if (endpoint.kind !== "tcp") throw new ListenError(`${endpoint.display}: the HTTP endpoint must be TCP`);
+  const table = new ConnectionTable(edge.limits, edge, "tcp");
+  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger, edge, table });
+  const h1 = createH1Server({ handler: opts.handler, logger, edge, table, listener: "tcp" });
+  const tcp = acceptInto(table, logger, (conn) =>
+    sniffConnection(conn.socket, (proto) => (proto === "h2c" ? h2.attach(conn) : h1.attach(conn))),
+  );
   await listen(tcp, endpoint);
   tcp.on("error", (err) => logger.warn({ err, listener: "tcp" }, "listener error"));
   const address = boundAddress(tcp, endpoint);
@@ -137,9 +124,40 @@ export async function startHttpListener(opts: {
     async close(deadlineMs) {
       tcp.close();
       h1.server.close();
-      await drain(h2.sessions, h1.sockets, deadlineMs, () => h1.server.closeIdleConnections());
+      await table.drain(deadlineMs);
       h1.stop();
       h2.stop();
+    },
+  };
+}
+
+/**
+ * The metrics endpoint: HTTP/1.1 (what Prometheus speaks) for GET /metrics and
+ * nothing else, so the address Prometheus scrapes serves no Probe, health,
+ * readiness detail or reflection. It has its own connection table and the
+ * same edge limits.
+ */
+export async function startMetricsListener(opts: {
+  endpoint: Endpoint;
+  handler: CompatHandler;
+  logger: Logger;
+  edge: Edge;
+}): Promise<RunningListener> {
+  const { endpoint, logger, edge } = opts;
+  if (endpoint.kind !== "tcp") throw new ListenError(`${endpoint.display}: the metrics endpoint must be TCP`);
+  const table = new ConnectionTable(edge.limits, edge, "tcp");
+  const h1 = createH1Server({ handler: opts.handler, logger, edge, table, listener: "tcp" });
+  const tcp = acceptInto(table, logger, (conn) => h1.attach(conn));
+  await listen(tcp, endpoint);
+  tcp.on("error", (err) => logger.warn({ err, listener: "metrics" }, "listener error"));
+  return {
+    endpoint,
+    address: boundAddress(tcp, endpoint),
+    async close(deadlineMs) {
+      tcp.close();
+      h1.server.close();
+      await table.drain(deadlineMs);
+      h1.stop();
     },
   };
 }

@@ -12,16 +12,12 @@ export type SniffedProtocol = "h2c" | "http1";
  * read pushed back, so the chosen server sees the stream from its start.
  * The socket is left paused for HTTP/2: Node's session replays buffered bytes on
  * the next tick, and resuming first would lose them.
+ * A connection that never sends enough to tell is the connection table's to
+ * close (header timeout, or eviction when the table is full).
  */
-export function sniffConnection(
-  socket: net.Socket,
-  onProtocol: (proto: SniffedProtocol, socket: net.Socket) => void,
-  timeoutMs = 10_000,
-): void {
+export function sniffConnection(socket: net.Socket, onProtocol: (proto: SniffedProtocol, socket: net.Socket) => void): void {
   let buffered: Buffer = Buffer.alloc(0);
-  const timer = setTimeout(() => socket.destroy(), timeoutMs);
   const cleanup = () => {
-    clearTimeout(timer);
     socket.removeListener("data", onData);
     socket.removeListener("error", onError);
     socket.removeListener("close", onClose);
