@@ -51,7 +51,7 @@ function kinds(src: PluginSources): Kind[] {
     h("memhog", true),
     // Refused at load: readiness unaffected.
     h("wasi", false),
-    h("abi2", false),
+    h("abi3", false),
     h("badmanifest", false),
     h("noexport", false),
     h("manifestloop", false),
