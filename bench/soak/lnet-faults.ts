@@ -5,7 +5,7 @@
 // that directory is emptied.
 import fs from "node:fs";
 import path from "node:path";
-import { demoBinDir, demoScenarioDir } from "../../gateway/src/engine/sources/demo.js";
+import { demoBinDir, demoScenarioDir } from "../../gateway/src/engine/sources/index.js";
 import { fakeLnet, type FakeLnet } from "../../gateway/test/helpers/fake-lnet.js";
 import type { Rng } from "./rng.js";
 

@@ -1,6 +1,6 @@
 // `npm run soak -- [flags]`: the knobs of one soak run, with the defaults the
 // README's figures were produced with.
-import { parseDuration } from "../../gateway/src/engine/sources/units.js";
+import { parseDuration } from "../../gateway/src/engine/sources/index.js";
 
 export interface SoakOptions {
   durationMs: number;

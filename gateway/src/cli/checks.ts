@@ -1,8 +1,6 @@
 import path from "node:path";
 import { CheckEngine } from "../engine/engine.js";
-import { demoBinDir, demoScenarioDir } from "../engine/sources/demo.js";
-import { SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
-import { resolveProgram } from "../engine/sources/path-lookup.js";
+import { demoBinDir, demoScenarioDir, resolveProgram, SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { pluginMetricHooks } from "../runtime/plugin-metrics.js";

@@ -5,7 +5,7 @@ import { LOG_LEVELS } from "../observability/logger.js";
 import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
 import { isLoopback, parseEndpoint, type Endpoint } from "../transport/endpoint.js";
 import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "../transport/edge-limits.js";
-import { parseDuration } from "../engine/sources/units.js";
+import { parseDuration } from "../engine/sources/index.js";
 import { parseArgsOptions } from "./flags.js";
 import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
 

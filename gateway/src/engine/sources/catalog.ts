@@ -1,0 +1,427 @@
+// The source catalog: the only way check plugins see the node. Plugins name
+// sources; the gateway decides what runs, how often, for how long, and with
+// which (validated) parameters. See plugins/ABI.md, "Source catalog".
+
+import { basename, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import type { Logger } from "../../observability/logger.js";
+import type { Metrics } from "../../observability/metrics.js";
+import { SingleFlightCache } from "./cache.js";
+import { ProcessNamespace } from "./process-namespace.js";
+import { CommandTracker, type CommandResult } from "./run-command.js";
+import type { CustomSourceConfig } from "./sources-file.js";
+import { SourcesFileError } from "./sources-file-error.js";
+import { SourcesFileWatcher } from "./sources-watch.js";
+import { modulesDepSource } from "./modules-dep.js";
+import { modprobeOptionsSource } from "./modprobe-options.js";
+import {
+  commandSource,
+  fileSource,
+  globFileSource,
+  NID_PARAM,
+  operstateSource,
+  processFileSource,
+  type Produced,
+  type RunContext,
+  type SourceDef,
+} from "./definitions.js";
+
+export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
+export { SourcesFileError };
+export type { FaultKind, SavedOutput } from "./replay.js";
+import type { SavedOutput } from "./replay.js";
+
+/** What plugins see of a source: a command's result, stamped with when it was produced. */
+export interface SourceResult extends Omit<CommandResult, "outcome"> {
+  /** Date.now() when produced; the engine turns it into ageMs. */
+  fetchedAtMs: number;
+}
+
+export interface SourceDefaults {
+  commandTimeoutMs: number;
+  pingTimeoutMs: number;
+  commandTtlMs: number;
+  /** Not in the original brief's list; optional like the others. */
+  pingTtlMs: number;
+  fileTtlMs: number;
+  maxOutputBytes: number;
+}
+
+/**
+ * Why these numbers:
+ * - commands time out after 3 s: `lnetctl net show` answers in milliseconds on
+ *   a healthy node, and 3 s matches the livenessprobe sidecar's default Probe
+ *   timeout, so one stuck command cannot hold a whole round hostage;
+ * - ping gets 10 s, the budget of the reference driver's readiness script;
+ *   an unreachable NID makes lnetctl wait for LNet's own timeout;
+ * - command results live 2 s, a bit under a 5 s check interval: every round
+ *   sees fresh output, while bursts share one execution;
+ * - ping results live 10 s: a ping is costly and may block for its timeout;
+ * - file reads live 1 s: they are cheap but still syscalls on every Probe burst;
+ * - 1 MiB per stream is far above any real LNet output (a verbose `net show`
+ *   on a big node is tens of KiB) and bounds the memory a runaway can take.
+ */
+export const SOURCE_DEFAULTS: Readonly<SourceDefaults> = Object.freeze({
+  commandTimeoutMs: 3_000,
+  pingTimeoutMs: 10_000,
+  commandTtlMs: 2_000,
+  pingTtlMs: 10_000,
+  fileTtlMs: 1_000,
+  maxOutputBytes: 1024 * 1024,
+});
+
+export interface SourceCatalogOptions {
+  procfs: string;
+  sysfs: string;
+  /** The host's kernel modules tree (--path.modules). Default /lib/modules. */
+  modules?: string;
+  /** The host's modprobe configuration directory (--path.modprobe). Default /etc/modprobe.d. */
+  modprobe?: string;
+  sourcesFile?: string;
+  commandPrefix?: string[];
+  /** Run commands in the mount namespace of the newest process with this executable name (under procfs). */
+  execInProcess?: string;
+  logger: Logger;
+  metrics?: Metrics;
+  /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
+  env?: NodeJS.ProcessEnv;
+  defaults?: Partial<SourceDefaults>;
+}
+
+/** A --sources file edit that was refused (the last good set stays); shown as a `[!]` line. */
+export interface SourcesProblem {
+  file: string;
+  reason: "SourcesInvalid";
+  message: string;
+  sha256?: string;
+  at: string;
+}
+
+export interface SourceDescription {
+  name: string;
+  kind: "command" | "file";
+  argv?: string[];
+  path?: string;
+  timeoutMs?: number;
+  ttlMs: number;
+  params: string[];
+}
+
+export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
+  "lnetctl.net_show",
+  "lctl.list_nids",
+  "lnetctl.ping",
+  "proc.modules",
+  "proc.mounts",
+  "sys.net.operstate",
+  "kernel.release",
+  "kernel.modules_dep",
+  "modprobe.lnet_options",
+  "mount_lustre.version",
+]);
+
+/**
+ * The presence check of mount.lustre runs a process; its answer only changes
+ * when software is installed, so one run a minute is plenty (and is all a node
+ * whose checks never look at it pays).
+ */
+export const TOOL_PRESENCE_TTL_MS = 60_000;
+
+function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): SourceDef[] {
+  const cmd = { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes };
+  return [
+    commandSource({ name: "lnetctl.net_show", argv: ["lnetctl", "net", "show"], label: "lnetctl net show", ...cmd }, ctx),
+    commandSource({ name: "lctl.list_nids", argv: ["lctl", "list_nids"], label: "lctl list_nids", ...cmd }, ctx),
+    commandSource(
+      {
+        name: "lnetctl.ping",
+        argv: ["lnetctl", "ping", NID_PARAM("lnet.selfNid")],
+        label: "lnetctl ping",
+        timeoutMs: d.pingTimeoutMs,
+        ttlMs: d.pingTtlMs,
+        maxOutputBytes: d.maxOutputBytes,
+      },
+      ctx,
+    ),
+    fileSource("proc.modules", join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
+    // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
+    // host's procfs this is the host's mount table, whose paths kubelet passes us.
+    // With --exec-in-process it is the target's table instead: the driver mounts
+    // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
+    // in a pod with shareProcessNamespace PID 1 is only the pause container.
+    ctx.namespace
+      ? processFileSource("proc.mounts", ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
+      : fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
+    operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
+    // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
+    fileSource("kernel.release", join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
+    modulesDepSource("kernel.modules_dep", opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
+    modprobeOptionsSource("modprobe.lnet_options", opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes),
+    // Run through the same prefix or namespace as lnetctl, so "present" means
+    // present where the mount will run it; any exit but "not found" will do.
+    commandSource(
+      { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
+      ctx,
+    ),
+  ];
+}
+
+function customLabel(argv: readonly string[]): string {
+  const [program = "", ...rest] = argv;
+  const label = [basename(program), ...rest].join(" ");
+  return label.length > 80 ? `${label.slice(0, 79)}…` : label;
+}
+
+export class SourceCatalog {
+  private cache = new SingleFlightCache<SourceResult>();
+  private sources: ReadonlyMap<string, SourceDef>;
+  private problem: SourcesProblem | null = null;
+  private watcher: SourcesFileWatcher | null = null;
+  private readonly listeners = new Set<() => void>();
+
+  private constructor(
+    sources: ReadonlyMap<string, SourceDef>,
+    private readonly opts: SourceCatalogOptions,
+    private readonly defaults: SourceDefaults,
+    private readonly ctx: RunContext,
+    private readonly logger: Logger,
+    private readonly metrics: Metrics | undefined,
+  ) {
+    this.sources = sources;
+  }
+
+  /** Loads and validates the --sources file; throws SourcesFileError naming file, line and field. */
+  static async create(opts: SourceCatalogOptions): Promise<SourceCatalog> {
+    const d: SourceDefaults = { ...SOURCE_DEFAULTS, ...stripUndefined(opts.defaults ?? {}) };
+    const ctx: RunContext = {
+      env: opts.env ?? process.env,
+      commandPrefix: [...(opts.commandPrefix ?? [])],
+      commands: new CommandTracker(),
+      ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
+    };
+    const defs = await buildDefs(opts, d, ctx);
+    const log = opts.logger.child({ component: "sources" });
+    return new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);
+  }
+
+  /**
+   * Watches the --sources file (a ConfigMap's ..data swap included): a valid
+   * edit replaces the custom sources within a few seconds; an invalid one
+   * keeps the last good set and is reported by problems() until fixed.
+   */
+  async watch(opts: { pollMs?: number; debounceMs?: number } = {}): Promise<void> {
+    const file = this.opts.sourcesFile;
+    if (file === undefined || this.watcher) return;
+    this.watcher = new SourcesFileWatcher(file, () => this.reload(), { ...opts, logger: this.logger });
+    await this.watcher.start();
+  }
+
+  /** Stops watching and ends the commands still running; resolves once they are reaped. */
+  async stop(): Promise<void> {
+    this.watcher?.stop();
+    this.watcher = null;
+    await this.ctx.commands?.stop();
+  }
+
+  /** Called after the set of sources or its problems changed. */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** The refused edit of the --sources file, if the current file is not the one in use. */
+  problems(): SourcesProblem[] {
+    return this.problem ? [this.problem] : [];
+  }
+
+  /** Re-reads the --sources file; never throws. */
+  async reload(sha256?: string): Promise<void> {
+    let defs: ReadonlyMap<string, SourceDef>;
+    try {
+      defs = await buildDefs(this.opts, this.defaults, this.ctx);
+    } catch (err) {
+      if (!(err instanceof SourcesFileError)) {
+        this.logger.error({ err: (err as Error).message }, "sources file reload failed unexpectedly");
+        return;
+      }
+      const message = `${err.message.replace(/:\n\s*/, ": ").replace(/\n\s*/g, "; ")}; the last good set of sources stays in use`;
+      if (this.problem?.message !== message) {
+        this.problem = { file: this.opts.sourcesFile!, reason: "SourcesInvalid", message, sha256, at: new Date().toISOString() };
+        this.logger.warn({ file: this.opts.sourcesFile, detail: err.message }, "sources file refused; keeping the last good set");
+        this.notify();
+      }
+      return;
+    }
+    const before = JSON.stringify(this.describe());
+    this.sources = defs;
+    const changed = JSON.stringify(this.describe()) !== before;
+    const hadProblem = this.problem !== null;
+    this.problem = null;
+    if (changed) {
+      // Results of a source whose definition changed must not outlive it.
+      this.cache = new SingleFlightCache<SourceResult>();
+      this.logger.info({ file: this.opts.sourcesFile, sources: this.names().filter((n) => !BUILTIN_SOURCE_NAMES.includes(n)) }, "sources file applied");
+    }
+    if (changed || hadProblem) this.notify();
+  }
+
+  private notify(): void {
+    for (const fn of this.listeners) {
+      try {
+        fn();
+      } catch (err) {
+        this.logger.error({ err: (err as Error).message }, "sources listener threw");
+      }
+    }
+  }
+
+  has(name: string): boolean {
+    return this.sources.has(name);
+  }
+
+  names(): string[] {
+    return [...this.sources.keys()];
+  }
+
+  /** Unknown sources need no facts (read() then reports them as unknown). */
+  requiredFacts(name: string): string[] {
+    return [...(this.sources.get(name)?.params ?? [])];
+  }
+
+  describe(): SourceDescription[] {
+    return [...this.sources.values()].map((s) => ({
+      name: s.name,
+      kind: s.kind,
+      ...(s.argv ? { argv: [...s.argv] } : {}),
+      ...(s.path ? { path: s.path } : {}),
+      ...(s.timeoutMs !== undefined ? { timeoutMs: s.timeoutMs } : {}),
+      ttlMs: s.ttlMs,
+      params: [...s.params],
+    }));
+  }
+
+  /**
+   * What read() would have returned had the source printed `saved` (for
+   * `plugin test` and fixture files): a missing or invalid fact fails exactly
+   * as it does on a node, before anything runs. Returns a problem text when
+   * the saved output is impossible for this source (e.g. a file with stderr).
+   */
+  async replay(name: string, saved: SavedOutput, facts: Readonly<Record<string, string>>): Promise<SourceResult | { problem: string }> {
+    const def = this.sources.get(name);
+    if (!def) return { problem: `unknown source ${name}` };
+    const { replayOutput, replayProblem } = await import("./replay.js");
+    const problem = replayProblem(def.replay, saved);
+    if (problem) return { problem: `${name}: ${problem}` };
+    const prepared = def.prepare(facts ?? {});
+    if ("error" in prepared) return immediateFailure(prepared.error);
+    const { outcome: _outcome, ...rest } = replayOutput(def.replay, saved);
+    return Object.freeze({ ...rest, fetchedAtMs: Date.now() });
+  }
+
+  /**
+   * Never rejects. Results are frozen and shared between callers: within a
+   * TTL every caller with the same parameters gets the very same object.
+   */
+  async read(name: string, facts: Readonly<Record<string, string>>): Promise<SourceResult> {
+    try {
+      const def = this.sources.get(name);
+      if (!def) return immediateFailure(`unknown source ${name}`);
+      const prepared = def.prepare(facts ?? {});
+      if ("error" in prepared) return immediateFailure(prepared.error);
+      return await this.cache.get(`${name}\0${prepared.key}`, def.ttlMs, () => this.execute(def, prepared.run));
+    } catch (err) {
+      this.logger.error({ err, source: name }, "source read failed unexpectedly");
+      return immediateFailure(`internal error: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  private async execute(def: SourceDef, run: () => Promise<Produced>): Promise<SourceResult> {
+    const started = performance.now();
+    const produced = await run();
+    const seconds = (performance.now() - started) / 1000;
+    const m = this.metrics;
+    if (m) {
+      m.sourceExecutions.inc({ source: def.name, result: produced.outcome });
+      m.sourceDuration.observe({ source: def.name }, seconds);
+      // Adding 0 starts each source's series at its first run, so increase()
+      // sees the first timeout or error and a dashboard shows the source at 0.
+      m.sourceTimeouts.inc({ source: def.name }, produced.outcome === "timeout" ? 1 : 0);
+      m.sourceErrors.inc({ source: def.name }, produced.ok ? 0 : 1);
+    }
+    // Sizes only: outputs can be large and are the plugins' business.
+    this.logger.debug(
+      {
+        source: def.name,
+        result: produced.outcome,
+        exitCode: produced.exitCode,
+        error: produced.error,
+        stdoutChars: produced.stdout.length,
+        stderrChars: produced.stderr.length,
+        durationMs: Math.round(seconds * 1000),
+      },
+      "source executed",
+    );
+    const { outcome: _outcome, ...rest } = produced;
+    return Object.freeze({ ...rest, fetchedAtMs: Date.now() });
+  }
+}
+
+async function buildDefs(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): Promise<ReadonlyMap<string, SourceDef>> {
+  const defs = builtinSources(opts, d, ctx);
+  if (opts.sourcesFile !== undefined) {
+    // Loaded on demand: most gateways have no --sources file and need no YAML parser.
+    const { loadSourcesFile } = await import("./sources-file.js");
+    const custom = await loadSourcesFile(opts.sourcesFile, new Set(BUILTIN_SOURCE_NAMES));
+    await refuseEscapes(opts, custom);
+    for (const c of custom) defs.push(customSource(c, opts, d, ctx));
+  }
+  return new Map(defs.map((s) => [s.name, s]));
+}
+
+function customSource(c: CustomSourceConfig, opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): SourceDef {
+  if (c.kind === "file") {
+    const root = c.root === "sysfs" ? opts.sysfs : opts.procfs;
+    return globFileSource(c.name, root, c.glob, c.ttlMs ?? d.fileTtlMs, c.maxOutputBytes ?? d.maxOutputBytes, c.maxFiles);
+  }
+  return commandSource(
+    { name: c.name, argv: c.argv, label: customLabel(c.argv), timeoutMs: c.timeoutMs, ttlMs: c.ttlMs, maxOutputBytes: c.maxOutputBytes ?? d.maxOutputBytes },
+    ctx,
+  );
+}
+
+/** A file source whose matches resolve outside its root (a symlink out of the tree) is refused at load. */
+async function refuseEscapes(opts: SourceCatalogOptions, custom: readonly CustomSourceConfig[]): Promise<void> {
+  const files = custom.filter((c) => c.kind === "file");
+  if (files.length === 0) return;
+  const { expandGlob, escapes } = await import("./glob-files.js");
+  const problems: string[] = [];
+  for (const c of files) {
+    const root = c.root === "sysfs" ? opts.sysfs : opts.procfs;
+    const where = `${opts.sourcesFile}:${c.line}: source ${JSON.stringify(c.name)}: ${c.root}: ${c.glob}`;
+    try {
+      const { matches } = await expandGlob(root, c.glob, 1024);
+      for (const [rel, real] of await escapes(root, matches)) problems.push(`${where}: ${rel} resolves to ${real}, outside ${root}; refused`);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // A root that does not exist (yet) has nothing to escape through; reads report it.
+      if (code !== "ENOENT") problems.push(`${where}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new SourcesFileError(`invalid sources file ${opts.sourcesFile}:\n  ${problems.join("\n  ")}`);
+}
+
+function immediateFailure(error: string): SourceResult {
+  return Object.freeze({
+    ok: false,
+    exitCode: null,
+    stdout: "",
+    stderr: "",
+    error,
+    truncated: false,
+    fetchedAtMs: Date.now(),
+  });
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
