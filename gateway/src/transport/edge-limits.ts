@@ -47,9 +47,9 @@ export const MAX_PIPELINED = 16;
  * Values of probegate_edge_rejected_total{reason}. A list, not only a type, so
  * each series can start at 0: increase() and rate() then see a pod's first
  * rejection, and a dashboard shows the edge before anything was refused.
- * request_too_large and session_error were never emitted and are gone (#27
- * item 5): an oversized request gets its status only (README "Limits"), and a
- * session that hits a connection error ends as goaway_grace.
+ * An oversized request gets its status only (README "Limits"); a session
+ * that hits a protocol error is protocol_error where node:http2 ends it
+ * (Node 24), goaway_grace where it only sends GOAWAY and waits (Node 20).
  */
 export const EDGE_REJECTIONS = [
   "connections",
@@ -61,6 +61,7 @@ export const EDGE_REJECTIONS = [
   "request_timeout",
   "idle_timeout",
   "goaway_grace",
+  "protocol_error",
   "pipeline_depth",
   "bad_authority",
 ] as const;

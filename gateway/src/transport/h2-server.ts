@@ -243,7 +243,13 @@ export function createH2Server(opts: {
     }
     session.setTimeout(limits.idleTimeoutMs, () => onIdle(session));
     session.once("close", () => disarmSessionTimeout(session));
-    session.on("error", (err) => logger.debug({ err, listener }, "http2 session error"));
+    session.on("error", (err: NodeJS.ErrnoException) => {
+      // Node 24 ends a session at once on a peer's protocol error (Node 20
+      // sends GOAWAY and waits: checkAlive ends those as goaway_grace); a
+      // peer's reset or a closed socket is no refusal and is not counted.
+      if (err.code === "ERR_HTTP2_ERROR" || err.code === "ERR_HTTP2_SESSION_ERROR") edge.rejected("protocol_error", { listener });
+      logger.debug({ err, listener }, "http2 session error");
+    });
   });
   server.on("sessionError", (err) => logger.debug({ err, listener, surface: ctx.surface }, "http2 session error"));
   return {
