@@ -73,9 +73,9 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   // Fixed: --max-request-bytes is the forwarded calls' limit (the upstream proxy's), not this one.
   const readMaxBytes = SELF_ANSWERED_MAX_BYTES;
   const limits: EdgeLimits = { ...DEFAULT_EDGE_LIMITS, ...cfg.limits };
+  // Every reason's series from 0, so increase() and rate() see a pod's first rejection.
   for (const reason of EDGE_REJECTIONS) cfg.metrics.edgeRejected.inc({ reason }, 0);
   const badClients = new BadClientLog(cfg.logger);
-  for (const reason of EDGE_REJECTIONS) cfg.metrics.edgeRejected.inc({ reason }, 0);
   const edge: Edge = {
     limits,
     admission: new Admission(limits.maxInflight, limits.maxWatches),

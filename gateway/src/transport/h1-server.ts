@@ -7,9 +7,8 @@ import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
 import { answerResponse, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS, MAX_PIPELINED } from "./edge-limits.js";
 import type { Edge } from "./edge.js";
-import type { CompatHandler } from "./h2-server.js";
 import { requestPath } from "./request-path.js";
-import type { Listener } from "./stream-route.js";
+import type { CompatHandler, Listener } from "./stream-route.js";
 
 /**
  * An HTTP/1.1 connection's own state, kept in its connection-table entry:

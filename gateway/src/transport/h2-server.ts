@@ -1,5 +1,4 @@
 import { Code } from "@connectrpc/connect";
-import type http from "node:http";
 import http2 from "node:http2";
 import type { Logger } from "../observability/logger.js";
 import type { CallClass } from "./admission.js";
@@ -10,13 +9,7 @@ import { answerStream, badAuthority, requestTimedOut, tooBusy } from "./edge-ans
 import { GOAWAY_GRACE_MS } from "./edge-limits.js";
 import { respondTrailersOnly } from "./grpc-wire.js";
 import type { Edge } from "./edge.js";
-import type { StreamContext, StreamRoute } from "./stream-route.js";
-
-/** A request handler for both HTTP/1.1 and the HTTP/2 compatibility API (Connect's and hono's shape). */
-export type CompatHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
+import { LISTENER, resetUnreadRequest, type CompatHandler, type StreamContext, type StreamRoute } from "./stream-route.js";
 
 type StreamListener = (
   stream: http2.ServerHttp2Stream,
@@ -24,9 +17,6 @@ type StreamListener = (
   flags: number,
   rawHeaders: string[],
 ) => void;
-
-/** Marks which listener a session came in on (its StreamContext), for routing and metrics labels. */
-export const LISTENER = Symbol("probegate.listener");
 
 /** The admission class a stream was counted under, released when it closes. */
 const CLASS = Symbol("probegate.callClass");
@@ -282,22 +272,4 @@ function disarmSessionTimeout(session: http2.Http2Session): void {
   const key = Object.getOwnPropertySymbols(session).find((s) => s.description === "timeout");
   const timer = key ? (session as unknown as Record<symbol, unknown>)[key] : undefined;
   if (timer) clearTimeout(timer as NodeJS.Timeout);
-}
-
-/**
- * Once a stream is answered, stops the rest of its request: RST_STREAM(NO_ERROR)
- * (RFC 9113 §8.1), as gRPC servers do. An oversized request is refused after
- * its first few KiB, and without this its stream (and the client's upload)
- * would stay open until the client gave up.
- */
-export function resetUnreadRequest(stream: http2.ServerHttp2Stream): void {
-  const reset = () => {
-    if (!stream.destroyed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
-  };
-  stream.once("finish", () => {
-    if (stream.destroyed || stream.readableEnded) return;
-    // Trailers still to come: the reset must follow them, not cut them off.
-    if (stream.listenerCount("wantTrailers") > 0) stream.once("wantTrailers", () => setImmediate(reset));
-    else reset();
-  });
 }

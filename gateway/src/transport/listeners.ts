@@ -4,9 +4,9 @@ import type { Endpoint } from "./endpoint.js";
 import type { Edge } from "./edge.js";
 import { createH1Server } from "./h1-server.js";
 import { ConnectionTable, type Conn } from "./connection-table.js";
-import { createH2Server, type CompatHandler } from "./h2-server.js";
+import { createH2Server } from "./h2-server.js";
 import { sniffConnection } from "./sniff.js";
-import { NETWORK_TCP, type StreamRoute } from "./stream-route.js";
+import { NETWORK_TCP, type CompatHandler, type StreamRoute } from "./stream-route.js";
 import { prepareSocketPath, removeSocketPath } from "./unix-socket.js";
 
 export class ListenError extends Error {}

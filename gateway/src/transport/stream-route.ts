@@ -1,8 +1,9 @@
 // What the serving layers (services/, upstream/) may use of the transport:
-// the raw stream route contract, the compat-API handler shape, and the stream
-// context a request carries. The servers' internals stay in h1-/h2-server.ts.
-import type { Http2ServerRequest, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
-import { LISTENER, resetUnreadRequest, type CompatHandler } from "./h2-server.js";
+// the raw stream route contract, the compat-API handler shape, the stream
+// context a request carries, and the reset of an answered stream's unread
+// request. The servers' internals stay in h1-/h2-server.ts.
+import type http from "node:http";
+import http2, { type Http2ServerRequest, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 
 /** Which kind of socket a stream arrived on; used for metrics labels. */
 export type Listener = "unix" | "tcp";
@@ -37,12 +38,34 @@ export type StreamRoute = (
 ) => boolean;
 
 /** A request handler for both HTTP/1.1 and the HTTP/2 compatibility API (Connect's and hono's shape). */
-export type { CompatHandler };
-/** Marks which listener a session came in on; resetUnreadRequest: see h2-server.ts. */
-export { LISTENER, resetUnreadRequest };
+export type CompatHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+/** Marks which listener a session came in on (its StreamContext), for routing and metrics labels. */
+export const LISTENER = Symbol("probegate.listener");
 
 /** The context of the HTTP/2 session a compat-API request came on; HTTP/1.1 has none and is taken for NETWORK_TCP. */
 export function requestContext(req: Parameters<CompatHandler>[0]): StreamContext {
   const session = (req as Http2ServerRequest).stream?.session as unknown as Record<symbol, StreamContext> | undefined;
   return session?.[LISTENER] ?? NETWORK_TCP;
+}
+
+/**
+ * Once a stream is answered, stops the rest of its request: RST_STREAM(NO_ERROR)
+ * (RFC 9113 §8.1), as gRPC servers do. An oversized request is refused after
+ * its first few KiB, and without this its stream (and the client's upload)
+ * would stay open until the client gave up.
+ */
+export function resetUnreadRequest(stream: ServerHttp2Stream): void {
+  const reset = () => {
+    if (!stream.destroyed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+  };
+  stream.once("finish", () => {
+    if (stream.destroyed || stream.readableEnded) return;
+    // Trailers still to come: the reset must follow them, not cut them off.
+    if (stream.listenerCount("wantTrailers") > 0) stream.once("wantTrailers", () => setImmediate(reset));
+    else reset();
+  });
 }
