@@ -6,10 +6,11 @@
 // checks apply.
 import fs from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fakeLnet, type FakeLnet, type FakeLnetSpec } from "./helpers/fake-lnet.js";
-import { ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
+import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { untilReadyz } from "./helpers/readyz.js";
+import { gatewayTestScope } from "./helpers/test-scope.js";
 
 const BUNDLED = path.join(ROOT, "dist", "plugins");
 const PHASED = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping"];
@@ -37,19 +38,15 @@ const FRESH: FakeLnetSpec = {
   modprobe: { "lustre.conf": "# written by the node image\noptions lnet networks=tcp0(eth0)\n" },
 };
 
-const running: GatewayProcess[] = [];
-const nodes: FakeLnet[] = [];
-const dirs: string[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((g) => g.stop()));
-  for (const n of nodes.splice(0)) n.cleanup();
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const scope = gatewayTestScope();
+const { running, nodes } = scope;
+
+// Under the scope, so the directories go with it when the file ends.
+const scratch = (prefix: string) => fs.mkdtempSync(path.join(scope.path(), prefix));
 
 /** The bundled plugins, and a second directory with `lnetConfiguredAt: mount` for the four phased checks. */
 function mountConfigDir(): string {
-  const dir = tempDir();
-  dirs.push(dir);
+  const dir = scratch("config-");
   for (const name of PHASED) fs.writeFileSync(path.join(dir, `${name}.yaml`), "lnetConfiguredAt: mount\n");
   return dir;
 }
@@ -172,8 +169,7 @@ describe("lnetConfiguredAt: mount through a running gateway", () => {
     expect((await conditions(gw))["lnet-nets"]).toMatchObject({ status: "pass", reason: "LnetNotYetConfigured" });
 
     // The same node without mount.lustre: PATH holds only lnetctl and lctl.
-    const bin = tempDir();
-    dirs.push(bin);
+    const bin = scratch("bin-");
     for (const tool of ["lnetctl", "lctl"]) fs.symlinkSync(path.join(ROOT, "gateway", "demo", "bin", tool), path.join(bin, tool));
     const { gw: gw2 } = await gatewayOn(FRESH, (node) => ({ ...node.env, PATH: bin }));
     const r2 = await untilReadyz(gw2, (x) => evaluated(x) && x.status === 503, "not ready without mount.lustre");
