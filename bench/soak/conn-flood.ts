@@ -4,7 +4,8 @@
 //   node dist/bench/soak/conn-flood.js MODE TARGET COUNT
 // prints one JSON line of counts on SIGTERM.
 import net from "node:net";
-import { fileURLToPath } from "node:url";
+import { isMain } from "../lib/main.js";
+import { FRAME, PREFACE, ackPings, frame } from "./h2-wire.js";
 
 /**
  * idle: connections that send nothing; ping: HTTP/2 preface, then a PING a
@@ -29,10 +30,10 @@ export interface Flood {
 }
 
 const REOPEN_MS = 5_000;
-const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
-const SETTINGS = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
-const PING = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
-const BAD_PING = Buffer.from([0, 0, 7, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7]);
+const SETTINGS = frame(FRAME.SETTINGS, 0, 0, Buffer.alloc(0));
+const PING = frame(FRAME.PING, 0, 0, Buffer.from([1, 2, 3, 4, 5, 6, 7, 8]));
+// RFC 9113 §6.7: a PING whose length is not 8 is a connection error (FRAME_SIZE_ERROR).
+const BAD_PING = frame(FRAME.PING, 0, 0, Buffer.from([1, 2, 3, 4, 5, 6, 7]));
 
 /** TARGET: HOST:PORT, or an absolute unix socket path. */
 export function startFlood(mode: FloodMode, target: string, count: number): Flood {
@@ -101,21 +102,7 @@ export function startFlood(mode: FloodMode, target: string, count: number): Floo
   };
 }
 
-/** Answers the server's PINGs: a raw client that did not would be cut as not speaking HTTP/2. */
-function ackPings(s: net.Socket): void {
-  let buf = Buffer.alloc(0);
-  s.on("data", (chunk: Buffer) => {
-    buf = Buffer.concat([buf, chunk]);
-    while (buf.length >= 9) {
-      const len = buf.readUIntBE(0, 3);
-      if (buf.length < 9 + len) break;
-      if (buf[3] === 6 && (buf[4]! & 1) === 0 && len === 8) s.write(Buffer.concat([Buffer.from([0, 0, 8, 6, 1, 0, 0, 0, 0]), buf.subarray(9, 17)]));
-      buf = buf.subarray(9 + len);
-    }
-  });
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+if (isMain(import.meta.url)) {
   const [mode, target, count] = process.argv.slice(2);
   if (!FLOOD_MODES.includes(mode as FloodMode) || !target || !(Number(count) > 0)) {
     process.stderr.write(`usage: conn-flood.js ${FLOOD_MODES.join("|")} HOST:PORT|/SOCKET COUNT\n`);

@@ -1,7 +1,9 @@
 // Just enough HTTP/2 wire format to speak to a server from a raw socket:
 // frames, a literal-only HPACK encoder, and a frame reader that checks the
 // server's framing. Used by the edge fuzzer, which must be able to send what
-// no well-behaved client library would.
+// no well-behaved client library would, and by the connection flood and the
+// listener tests, which hold HTTP/2 connections open without a client library.
+import type { Socket } from "node:net";
 
 export const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
@@ -86,4 +88,21 @@ export class FrameReader {
   get pending(): number {
     return this.buf.length;
   }
+}
+
+/**
+ * Answers the server's PINGs on a raw client socket: a client that did not
+ * would be cut as not speaking HTTP/2. `onPing` sees each PING answered.
+ */
+export function ackPings(socket: Socket, onPing?: (payload: Buffer) => void): void {
+  const reader = new FrameReader();
+  socket.on("data", (chunk: Buffer) => {
+    for (const f of reader.push(chunk)) {
+      if (f.type !== FRAME.PING || f.flags & FLAG.ACK || f.payload.length !== 8) continue;
+      onPing?.(f.payload);
+      socket.write(frame(FRAME.PING, FLAG.ACK, 0, f.payload));
+    }
+    // A flood holds its connections for hours: keep no frames it will never read.
+    reader.frames.length = 0;
+  });
 }

@@ -11,6 +11,7 @@ import { ConnectionTable } from "../src/transport/connection-table.js";
 import { DEFAULT_EDGE_LIMITS, type EdgeLimits, type EdgeRejection } from "../src/transport/edge-limits.js";
 import { Admission } from "../src/transport/admission.js";
 import type { Edge } from "../src/transport/edge.js";
+import { FRAME, PREFACE, ackPings, frame } from "../../bench/soak/h2-wire.js";
 import { IMAGE_NODE_FLAGS, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 
 describe("the listeners of a gateway started with --metrics-endpoint", () => {
@@ -39,20 +40,8 @@ describe("the listeners of a gateway started with --metrics-endpoint", () => {
   it("asks an idle HTTP/2 connection that sent frames for one PING ACK, not one per sweep, and keeps it while it answers", async () => {
     const s = net.connect(Number(gp.http.split(":").pop()), "127.0.0.1").on("error", () => {});
     let pings = 0;
-    let buf = Buffer.alloc(0);
-    s.on("data", (c: Buffer) => {
-      buf = Buffer.concat([buf, c]);
-      while (buf.length >= 9) {
-        const len = buf.readUIntBE(0, 3);
-        if (buf.length < 9 + len) break;
-        if (buf[3] === 6 && (buf[4]! & 1) === 0) {
-          pings++;
-          s.write(Buffer.concat([Buffer.from([0, 0, 8, 6, 1, 0, 0, 0, 0]), buf.subarray(9, 17)]));
-        }
-        buf = buf.subarray(9 + len);
-      }
-    });
-    s.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    ackPings(s, () => pings++);
+    s.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0, Buffer.alloc(0))]));
     await new Promise((r) => setTimeout(r, 3_000));
     expect(pings).toBe(1);
     expect(s.destroyed).toBe(false);
