@@ -45,8 +45,21 @@ function onPath(name) {
   return out;
 }
 
+// Each lookup runs the compilers (twice per rustc candidate); the answer holds
+// while the variables that steer it do, so it is worked out once per process.
+const found = new Map();
+function remembered(what, steering, look) {
+  const key = `${what}\0${steering.map((v) => process.env[v] ?? "").join("\0")}`;
+  if (!found.has(key)) found.set(key, look());
+  return found.get(key);
+}
+
 /** The first rustc that can target wasm32-unknown-unknown, or why none can. */
 export function findRustc() {
+  return remembered("rustc", ["PROBEGATE_RUSTC", "PATH"], lookForRustc);
+}
+
+function lookForRustc() {
   const tried = [];
   // PROBEGATE_RUSTC, when set, is the only candidate (so it can also say "none here").
   const candidates = process.env.PROBEGATE_RUSTC ? [process.env.PROBEGATE_RUSTC] : [...onPath("rustc"), "/usr/bin/rustc"];
@@ -69,6 +82,10 @@ export function findRustc() {
 
 /** clang plus wasm-ld, or why not. */
 export function findClang() {
+  return remembered("clang", ["PROBEGATE_CLANG", "PATH"], lookForClang);
+}
+
+function lookForClang() {
   const clang = process.env.PROBEGATE_CLANG || onPath("clang")[0];
   if (!existsSync(clang ?? "")) {
     return { ok: false, why: `no clang${clang ? ` at ${clang}` : " on PATH"}; install clang and lld (Debian/Ubuntu: apt-get install clang lld) or set PROBEGATE_CLANG` };
@@ -100,7 +117,7 @@ function compileError(what, err) {
  * (opt-level s, LTO, one codegen unit, panic=abort, stripped). Paths are
  * remapped so the module's bytes do not depend on where the tree lives.
  */
-export function buildRust({ rustc, entry, crateName, sdk, outFile, workDir, root }) {
+function buildRust({ rustc, entry, crateName, sdk, outFile, workDir, root }) {
   const common = [
     "--edition", "2021", "--target", WASM_TARGET, "-C", "opt-level=s", "-C", "panic=abort", "-C", "codegen-units=1",
     "--remap-path-prefix", `${resolve(sdk)}=probegate-sdk`, "--remap-path-prefix", `${root}=.`,
@@ -124,7 +141,7 @@ export function buildRust({ rustc, entry, crateName, sdk, outFile, workDir, root
 }
 
 /** C: the plugin's sources plus the SDK's probegate.c, no libc, size-optimised. */
-export function buildC({ clang, lld, sources, sdk, outFile, root }) {
+function buildC({ clang, lld, sources, sdk, outFile, root }) {
   const args = [
     "--target=wasm32", "-nostdlib", "-ffreestanding", "-fno-builtin", "-mbulk-memory", "-Os", "-std=c11", "-Wall", "-Wextra",
     `-ffile-prefix-map=${resolve(sdk)}=probegate-sdk`, `-ffile-prefix-map=${root}=.`, "-I", sdk,

@@ -141,6 +141,23 @@ describe("modprobe.lnet_options", () => {
   });
 });
 
+describe("output over the cap", () => {
+  it("is cut at a character boundary, within the cap, never into U+FFFD", async () => {
+    // 40 bytes of options text per line, with two-byte characters right where a 64-byte cap falls.
+    const n = node({ modprobe: { "lustre.conf": `options lnet networks="tcp0(eth0)" x=${"é".repeat(20)}\n` } });
+    const catalog = await SourceCatalog.create({
+      procfs: n.procfs, sysfs: n.sysfs, modules: n.modules, modprobe: n.modprobe, env: n.env, logger: silent,
+      defaults: { fileTtlMs: 1, maxOutputBytes: 64 },
+    });
+    const r = await catalog.read("modprobe.lnet_options", {});
+    expect(r).toMatchObject({ ok: false, truncated: true });
+    expect(r.error).toMatch(/^EFBIG: options lnet in .* exceeded 64 bytes$/);
+    expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(64);
+    expect(r.stdout).not.toContain("\uFFFD");
+    expect(r.stdout.startsWith('lustre.conf: networks="tcp0(eth0)" x=é')).toBe(true);
+  });
+});
+
 describe("mount_lustre.version", () => {
   it("runs mount.lustre -V through PATH; a missing one is ENOENT, as for lnetctl", async () => {
     const n = node({ base: "lnet-down" });

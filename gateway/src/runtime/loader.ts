@@ -46,7 +46,7 @@ const V2_MARKERS = ["pg_manifest", "pg_check", "pg_alloc", "pg_reset"];
 const V1_MARKERS = ["manifest", "check", "__new", "__pin", "__unpin"];
 
 /** Which ABI a module's exports speak; both at once is refused by the caller. */
-export function exportedAbi(exportNames: readonly string[]): { v1: string[]; v2: string[] } {
+function exportedAbi(exportNames: readonly string[]): { v1: string[]; v2: string[] } {
   return { v1: V1_MARKERS.filter((n) => exportNames.includes(n)), v2: V2_MARKERS.filter((n) => exportNames.includes(n)) };
 }
 

@@ -226,12 +226,13 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       if (growRefused) growRefused.value = 0;
       if (e.abi === 2) {
         const r = callV2(e, msg);
-        if (!r.ok && r.reason === "PluginBadOutput" && growRefused && growRefused.value >>> 0 > 0) {
-          // pg_alloc failing because the cap refused memory is a memory fault, not bad output.
-          throw new Error(r.message);
-        }
+        if (r.ok) return r;
+        const refusedPages = growRefused ? growRefused.value >>> 0 : 0;
+        const hadBytes = memoryOf(e).buffer.byteLength;
         // A module that handed back a bad buffer may be in any state: the next call gets a fresh instance.
-        if (!r.ok) e.instance = null;
+        e.instance = null;
+        // pg_alloc failing because the cap refused memory is a memory fault, not bad output.
+        if (r.reason === "PluginBadOutput" && refusedPages > 0) return memoryLimit(msg, refusedPages, hadBytes, `Error: ${r.message.slice(0, ABORT_TEXT_MAX)}`);
         return r;
       }
       let ptr: number;
@@ -255,18 +256,21 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       const refusedPages = growRefused ? growRefused.value >>> 0 : 0;
       const hadBytes = e.instance ? memoryOf(e).buffer.byteLength : 0;
       e.instance = null;
-      if (refusedPages > 0) {
-        const mib = (bytes: number) => `${Math.round((bytes / MiB) * 10) / 10} MiB`;
-        return {
-          ok: false,
-          reason: "PluginMemoryLimit",
-          message:
-            `the plugin asked to grow its memory by ${mib(refusedPages * PAGE)}, past its cap of ${msg.memoryMiB} MiB ` +
-            `(it had ${mib(hadBytes)}); raise --plugin-memory if it really needs that much. It then trapped: ${message}`,
-        };
-      }
+      if (refusedPages > 0) return memoryLimit(msg, refusedPages, hadBytes, message);
       return { ok: false, reason: "PluginTrap", message };
     }
+  }
+
+  /** The fault of a call that failed after the memory cap refused a grow (the grow hook's count). */
+  function memoryLimit(msg: any, refusedPages: number, hadBytes: number, then: string): Fault {
+    const mib = (bytes: number) => `${Math.round((bytes / MiB) * 10) / 10} MiB`;
+    return {
+      ok: false,
+      reason: "PluginMemoryLimit",
+      message:
+        `the plugin asked to grow its memory by ${mib(refusedPages * PAGE)}, past its cap of ${msg.memoryMiB} MiB ` +
+        `(it had ${mib(hadBytes)}); raise --plugin-memory if it really needs that much. It then trapped: ${then}`,
+    };
   }
 
   parentPort.on("message", (msg: any) => {

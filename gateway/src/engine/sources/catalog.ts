@@ -125,7 +125,7 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
  * when software is installed, so one run a minute is plenty (and is all a node
  * whose checks never look at it pays).
  */
-export const TOOL_PRESENCE_TTL_MS = 60_000;
+const TOOL_PRESENCE_TTL_MS = 60_000;
 
 function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): SourceDef[] {
   const cmd = { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes };

@@ -172,7 +172,7 @@ async function readFileSource(path: string, maxOutputBytes: number): Promise<Pro
   return fileOutput(r.text, r.truncated, maxOutputBytes, path);
 }
 
-function fileFailure(error: string, stdout: string): Produced {
+export function fileFailure(error: string, stdout = ""): Produced {
   return { ok: false, exitCode: null, stdout, stderr: "", error, truncated: false, outcome: "error" };
 }
 

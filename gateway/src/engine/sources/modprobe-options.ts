@@ -7,11 +7,12 @@
 
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { fileOutput, type Produced, type SourceDef } from "./definitions.js";
-import { readCapped } from "./read-file.js";
+import { fileFailure, fileOutput, type Produced, type SourceDef } from "./definitions.js";
+import { missingFileError, readCapped } from "./read-file.js";
+import { capUtf8 } from "./run-command.js";
 
 /** A modprobe.d with more files than this is not one; a directive file is a few lines. */
-export const MODPROBE_MAX_FILES = 256;
+const MODPROBE_MAX_FILES = 256;
 export const MODPROBE_FILE_CAP = 64 * 1024;
 
 /**
@@ -19,7 +20,7 @@ export const MODPROBE_FILE_CAP = 64 * 1024;
  * syntax: `\` at the end continues a line, `#` starts a comment line, module
  * names compare with `-` and `_` alike).
  */
-export function optionDirectives(text: string, module: string): string[] {
+function optionDirectives(text: string, module: string): string[] {
   const want = module.replace(/-/g, "_");
   const out: string[] = [];
   for (const line of text.replace(/[ \t]*\\\r?\n[ \t]*/g, " ").split(/\r?\n/)) {
@@ -31,10 +32,6 @@ export function optionDirectives(text: string, module: string): string[] {
   return out;
 }
 
-function failure(error: string, stdout: string): Produced {
-  return { ok: false, exitCode: null, stdout, stderr: "", error, truncated: false, outcome: "error" };
-}
-
 /** Output: one `FILE: PARAMETERS` line per directive, files in name order as modprobe reads them. */
 export function modprobeOptionsSource(name: string, dir: string, module: string, ttlMs: number, maxOutputBytes: number): SourceDef {
   const run = async (): Promise<Produced> => {
@@ -43,28 +40,27 @@ export function modprobeOptionsSource(name: string, dir: string, module: string,
       entries = await readdir(dir, { withFileTypes: true });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? "EIO";
-      return failure(code === "ENOENT" ? `ENOENT: ${dir} does not exist` : `${code}: ${dir} cannot be read`, "");
+      return fileFailure(code === "ENOENT" ? missingFileError(dir) : `${code}: ${dir} cannot be read`);
     }
     const files = entries
       .filter((e) => e.name.endsWith(".conf") && (e.isFile() || e.isSymbolicLink()))
       .map((e) => e.name)
       .sort();
-    if (files.length > MODPROBE_MAX_FILES) return failure(`E2BIG: ${dir} holds more than ${MODPROBE_MAX_FILES} .conf files`, "");
+    if (files.length > MODPROBE_MAX_FILES) return fileFailure(`E2BIG: ${dir} holds more than ${MODPROBE_MAX_FILES} .conf files`);
     let text = "";
     for (const file of files) {
       const r = await readCapped(join(dir, file), MODPROBE_FILE_CAP);
       if (!r.ok) {
         // A link to nothing is not configuration (modprobe skips it too).
         if (r.code === "ENOENT") continue;
-        return failure(r.error, text);
+        return fileFailure(r.error, text);
       }
-      if (r.truncated) return failure(`EFBIG: ${join(dir, file)} exceeded ${MODPROBE_FILE_CAP} bytes`, text);
+      if (r.truncated) return fileFailure(`EFBIG: ${join(dir, file)} exceeded ${MODPROBE_FILE_CAP} bytes`, text);
       const label = file.replace(/[\p{Cc}\s:]/gu, "?");
       for (const params of optionDirectives(r.text, module)) text += `${label}: ${params}\n`;
     }
-    const over = Buffer.byteLength(text) > maxOutputBytes;
-    const kept = over ? Buffer.from(text).subarray(0, maxOutputBytes).toString("utf8") : text;
-    return fileOutput(kept, over, maxOutputBytes, `options ${module} in ${dir}`);
+    const capped = capUtf8(text, maxOutputBytes);
+    return fileOutput(capped.text, capped.cut, maxOutputBytes, `options ${module} in ${dir}`);
   };
   return {
     name,

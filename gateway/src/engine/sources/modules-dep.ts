@@ -8,25 +8,26 @@
 
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { fileOutput, type Produced, type SourceDef } from "./definitions.js";
-import { readCapped } from "./read-file.js";
+import { fileFailure, fileOutput, type Produced, type SourceDef } from "./definitions.js";
+import { missingFileError, readCapped } from "./read-file.js";
+import { capUtf8 } from "./run-command.js";
 import { quoteForMessage } from "./validate.js";
 
 /** A modules.dep larger than this is not one (a distribution kernel's is about 1 MiB). */
-export const MODULES_DEP_CAP = 16 * 1024 * 1024;
+const MODULES_DEP_CAP = 16 * 1024 * 1024;
 
 // Release strings seen in the field: 6.8.0-1015-aws, 5.14.0-427.el9.x86_64,
 // 6.1.100+ (COS), 5.15.0-1064-azure. It becomes a path component, so nothing else.
 const RELEASE = /^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}$/;
 
 /** `kernel/fs/lustre/lustre.ko.zst` → `lustre`; the kernel reports names with `_` for `-`. */
-export function moduleName(path: string): string | undefined {
+function moduleName(path: string): string | undefined {
   const m = /([^/]+)\.ko(?:\.(?:gz|xz|zst|bz2))?$/.exec(path);
   return m ? m[1].replace(/-/g, "_") : undefined;
 }
 
 /** One name per line, in file order, each once; lines that name no module are skipped. */
-export function modulesDepNames(text: string): string {
+function modulesDepNames(text: string): string {
   const seen = new Set<string>();
   let out = "";
   for (const line of text.split("\n")) {
@@ -40,20 +41,16 @@ export function modulesDepNames(text: string): string {
   return out;
 }
 
-function failure(error: string): Produced {
-  return { ok: false, exitCode: null, stdout: "", stderr: "", error, truncated: false, outcome: "error" };
-}
-
 export function modulesDepSource(name: string, procfs: string, modulesDir: string, ttlMs: number, maxOutputBytes: number): SourceDef {
   const releaseFile = join(procfs, "sys", "kernel", "osrelease");
   // The last parse, reused while modules.dep is the same file with the same size and mtime.
   let memo: { key: string; text: string } | undefined;
   const run = async (): Promise<Produced> => {
     const rel = await readCapped(releaseFile, 4096);
-    if (!rel.ok) return failure(rel.error);
+    if (!rel.ok) return fileFailure(rel.error);
     const release = rel.text.trim();
     if (!RELEASE.test(release) || release === "." || release === "..") {
-      return failure(`EINVAL: ${releaseFile} holds no kernel release: ${quoteForMessage(release)}`);
+      return fileFailure(`EINVAL: ${releaseFile} holds no kernel release: ${quoteForMessage(release)}`);
     }
     const path = join(modulesDir, release, "modules.dep");
     let key: string;
@@ -62,17 +59,15 @@ export function modulesDepSource(name: string, procfs: string, modulesDir: strin
       key = `${path}\0${st.ino}\0${st.size}\0${st.mtimeMs}`;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? "EIO";
-      return failure(code === "ENOENT" ? `ENOENT: ${path} does not exist (no modules installed for kernel ${release})` : `${code}: ${path} cannot be read`);
+      return fileFailure(code === "ENOENT" ? `${missingFileError(path)} (no modules installed for kernel ${release})` : `${code}: ${path} cannot be read`);
     }
     if (memo?.key === key) return fileOutput(memo.text, false, maxOutputBytes, path);
     const dep = await readCapped(path, MODULES_DEP_CAP);
-    if (!dep.ok) return failure(dep.error);
-    if (dep.truncated) return failure(`EFBIG: ${path} exceeded ${MODULES_DEP_CAP} bytes`);
+    if (!dep.ok) return fileFailure(dep.error);
+    if (dep.truncated) return fileFailure(`EFBIG: ${path} exceeded ${MODULES_DEP_CAP} bytes`);
     const names = modulesDepNames(dep.text);
-    if (Buffer.byteLength(names) > maxOutputBytes) {
-      const cut = Buffer.from(names).subarray(0, maxOutputBytes).toString("utf8");
-      return fileOutput(cut, true, maxOutputBytes, `module names from ${path}`);
-    }
+    const capped = capUtf8(names, maxOutputBytes);
+    if (capped.cut) return fileOutput(capped.text, true, maxOutputBytes, `module names from ${path}`);
     memo = { key, text: names };
     return fileOutput(names, false, maxOutputBytes, path);
   };

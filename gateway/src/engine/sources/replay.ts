@@ -7,7 +7,7 @@ import type { Produced, ReplayShape } from "./definitions.js";
 import { fileOutput } from "./definitions.js";
 import { notFoundError } from "./path-lookup.js";
 import { missingFileError } from "./read-file.js";
-import { decodeUtf8, exitError, overflowError, timeoutError } from "./run-command.js";
+import { capUtf8, exitError, overflowError, timeoutError } from "./run-command.js";
 
 export const FAULT_KINDS = ["timeout", "not-found", "truncated"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -36,15 +36,10 @@ export function replayProblem(shape: ReplayShape, saved: SavedOutput): string | 
   return null;
 }
 
-function cut(text: string, cap: number): { text: string; cut: boolean } {
-  const buf = Buffer.from(text, "utf8");
-  return buf.length > cap ? { text: decodeUtf8(buf.subarray(0, cap), true), cut: true } : { text, cut: false };
-}
-
 /** Call replayProblem() first: an impossible combination is replayed as best it can be. */
 export function replayOutput(shape: ReplayShape, saved: SavedOutput): Produced {
   const cap = shape.maxOutputBytes;
-  const out = cut(saved.stdout, cap);
+  const out = capUtf8(saved.stdout, cap);
   if (shape.kind !== "command") {
     if (saved.fault === "not-found" && shape.kind === "file") {
       return { ok: false, exitCode: null, stdout: "", stderr: "", error: missingFileError(shape.path), truncated: false, outcome: "error" };
@@ -52,7 +47,7 @@ export function replayOutput(shape: ReplayShape, saved: SavedOutput): Produced {
     const what = shape.kind === "file" ? shape.path : "operstate";
     return fileOutput(out.text, out.cut || saved.fault === "truncated", cap, what);
   }
-  const err = cut(saved.stderr ?? "", cap);
+  const err = capUtf8(saved.stderr ?? "", cap);
   const base = { stdout: out.text, stderr: err.text, truncated: out.cut || err.cut };
   switch (saved.fault) {
     case "not-found":

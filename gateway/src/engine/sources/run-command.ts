@@ -72,6 +72,12 @@ export function decodeUtf8(buf: Buffer, cut: boolean): string {
   return new TextDecoder("utf-8", { fatal: false }).decode(buf, { stream: cut });
 }
 
+/** Text cut to at most `cap` UTF-8 bytes, never through a character (which would end in U+FFFD, past the cap). */
+export function capUtf8(text: string, cap: number): { text: string; cut: boolean } {
+  const buf = Buffer.from(text, "utf8");
+  return buf.length > cap ? { text: decodeUtf8(buf.subarray(0, cap), true), cut: true } : { text, cut: false };
+}
+
 // The error texts plugins match on. Exported so a replayed source
 // (`plugin test`, fixture files) reports exactly what a real run would.
 export const timeoutError = (label: string, ms: number): string => `ETIMEDOUT: ${label} timed out after ${ms} ms`;
