@@ -5,26 +5,13 @@ import { readFileSync, readdirSync, existsSync, statSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
-import { spawnSync } from "node:child_process";
+import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { listedPluginFiles, listedPlugins, render, renderDeploy, renderEdited, renderer, type K8sObject, type Rendered } from "./lib/render.js";
-import { modelsPackage, unknownFields } from "./lib/strict.js";
+import { unknownFields, validateModel } from "./lib/strict.js";
 import { containersOf, expand, flagsOf, isProbegate, pods } from "./lib/workloads.js";
 import { expectLoopbackHealthPorts, expectProbegateListeners } from "./lib/listeners.js";
-
-async function validateModel(obj: K8sObject): Promise<void> {
-  const mod = await import(`${modelsPackage(obj.apiVersion)}/${obj.apiVersion}`);
-  const Model = mod[obj.kind];
-  if (!Model) throw new Error(`${obj.apiVersion} ${obj.kind}: no kubernetes-models class`);
-  // kustomize wraps binaryData's base64 at 70 columns. The apiserver's decoder
-  // (Go's encoding/base64) skips newlines; the schema's "byte" format does not,
-  // so validate the value the apiserver will actually decode.
-  const data = obj.binaryData
-    ? { ...obj, binaryData: Object.fromEntries(Object.entries(obj.binaryData as Record<string, string>).map(([k, v]) => [k, v.replace(/[\r\n]/g, "")])) }
-    : obj;
-  new Model(data).validate();
-}
+import { inspectConfig } from "./lib/gateway.js";
 
 function walk(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -84,7 +71,7 @@ describe("kustomize sources", () => {
       const wasm = path.join(DIST_PLUGINS, `${name}.wasm`);
       expect(existsSync(wasm), `${f}: no bundled plugin ${name}`).toBe(true);
       // The same validation the gateway applies (`plugin inspect --config`).
-      const r = spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), "plugin", "inspect", wasm, "--config", f, "--json"], { encoding: "utf8", timeout: 60_000 });
+      const r = inspectConfig(wasm, f);
       expect(r.status, `${f}: ${r.stdout}${r.stderr}`).toBe(0);
       expect(JSON.parse(r.stdout).config.file).toBe(f);
     }

@@ -1,6 +1,7 @@
 // Shared by the gateway-mode component tests: each renders a worked example
 // (deploy/examples/<driver>) with a real kustomize and compares the result with
-// the driver's manifests it lists, read as plain YAML.
+// the driver's manifests it lists, read as plain YAML. The CLI runners are the
+// other deploy tests' too.
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -8,7 +9,7 @@ import { expect } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { REPO } from "./paths.js";
 import type { K8sObject } from "./render.js";
-import { unknownFields } from "./strict.js";
+import { unknownFields, validateModel } from "./strict.js";
 
 export const key = (o: K8sObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 export const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
@@ -24,15 +25,19 @@ export function exampleSources(example: string): K8sObject[] {
   );
 }
 
-export async function validateModel(obj: K8sObject): Promise<void> {
-  const mod = await import(`kubernetes-models/${obj.apiVersion}`);
-  new mod[obj.kind](obj).validate();
+/** Runs the real CLI on ARGS plus --help: it parses and validates every flag, then exits. `env` adds to the process's. */
+export function cliAccepts(args: string[], env?: NodeJS.ProcessEnv): { status: number | null; stderr: string } {
+  const r = spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), ...args, "--help"], {
+    encoding: "utf8",
+    timeout: 30_000,
+    env: { ...process.env, ...env },
+  });
+  return { status: r.status, stderr: r.stderr };
 }
 
-/** Runs the real CLI on ARGS plus --help: it parses and validates every flag, then exits. */
-export function cliAccepts(args: string[]): { status: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), ...args, "--help"], { encoding: "utf8", timeout: 30_000 });
-  return { status: r.status, stderr: r.stderr };
+/** `probegate plugin inspect WASM --config CONFIG --json`: the validation the gateway applies when it loads a plugin's configuration. */
+export function inspectConfig(wasm: string, config: string) {
+  return spawnSync(process.execPath, [path.join(REPO, "bin/probegate.js"), "plugin", "inspect", wasm, "--config", config, "--json"], { encoding: "utf8", timeout: 60_000 });
 }
 
 /** Sorts a pod template's containers by name: lists the patch does not touch keep the driver's order. */

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import type { K8sObject } from "./render.js";
 
 const require = createRequire(import.meta.url);
 const MODELS_ROOT = path.dirname(require.resolve("kubernetes-models/package.json"));
@@ -70,4 +71,18 @@ export function unknownFields(obj: { apiVersion: string; kind: string }): string
   const out: string[] = [];
   check(obj, file, obj.kind, out);
   return out;
+}
+
+/** Validates an object against kubernetes-models' schema for its kind; a kind with no class there is an error. */
+export async function validateModel(obj: K8sObject): Promise<void> {
+  const mod = await import(`${modelsPackage(obj.apiVersion)}/${obj.apiVersion}`);
+  const Model = mod[obj.kind];
+  if (!Model) throw new Error(`${obj.apiVersion} ${obj.kind}: no kubernetes-models class`);
+  // kustomize wraps binaryData's base64 at 70 columns. The apiserver's decoder
+  // (Go's encoding/base64) skips newlines; the schema's "byte" format does not,
+  // so validate the value the apiserver will actually decode.
+  const data = obj.binaryData
+    ? { ...obj, binaryData: Object.fromEntries(Object.entries(obj.binaryData as Record<string, string>).map(([k, v]) => [k, v.replace(/[\r\n]/g, "")])) }
+    : obj;
+  new Model(data).validate();
 }

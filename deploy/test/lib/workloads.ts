@@ -29,9 +29,20 @@ export function flagsOf(args: string[]): Map<string, string> {
   return out;
 }
 
-/** kubelet's $(VAR) expansion in args, from the container's plain env values. */
+/** Stands in for the pod's address, which kubelet knows only once the pod has one. */
+export const FAKE_POD_IP = "10.0.0.7";
+
+/**
+ * kubelet's $(VAR) expansion in args, from the container's plain env values
+ * and its status.podIP fieldRef (FAKE_POD_IP): the CLI then checks the
+ * address a listen flag will really get, not the literal "$(POD_IP)".
+ */
 export function expand(value: string, container: any): string {
-  const env = new Map<string, string>((container.env ?? []).filter((e: any) => "value" in e).map((e: any) => [e.name, e.value]));
+  const env = new Map<string, string>();
+  for (const e of container.env ?? []) {
+    if ("value" in e) env.set(e.name, e.value);
+    else if (e.valueFrom?.fieldRef?.fieldPath === "status.podIP") env.set(e.name, FAKE_POD_IP);
+  }
   return value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, name) => env.get(name) ?? m);
 }
 
