@@ -240,8 +240,6 @@ function parseScrape(text: string): Scrape {
   return { samples, types, text };
 }
 
-const panelExprs: string[] = dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr as string));
-
 describe.skipIf(!BUILT)("metrics the rules and the dashboard name, scraped from running gateways", () => {
   if (!BUILT) console.warn(NOT_BUILT_MESSAGE);
   const scrapes: Record<"demo" | "gateway" | "kube", Scrape> = {} as any;
