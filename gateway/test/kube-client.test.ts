@@ -4,12 +4,15 @@
 // token file, client certificates, an exec credential plugin, the pod's
 // service-account files; watches that resume and relist after 410 Gone.
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FakeKubeApi } from "./helpers/fake-kube-api.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { IMAGE_NODE_FLAGS, ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { makeCA, makeCert, type Pem } from "./helpers/test-pki.js";
+import { RestClient, type KubeError } from "../src/kube/rest.js";
 
 const COND = "lustre.csi.example.com/NodeReady";
 
@@ -272,4 +275,40 @@ describe("watch", () => {
     breakNode(node);
     await until("condition False after the relist", () => api.condition("node-a", COND)?.status === "False");
   }, 60_000);
+
+  it("a line that is JSON but no event (null, an event whose object is null) ends the watch with an error; it is watched again and reporting goes on", async () => {
+    const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" } }).start();
+    cleanups.push(() => api.close());
+    api.addNode("node-a");
+    const dir = tempDir("probegate-kube-badline-");
+    fs.writeFileSync(path.join(dir, "kc"), api.kubeconfig("token-a"));
+    const { gw, node } = await gateway([`--kubeconfig=${path.join(dir, "kc")}`, "--node-resync=30s"]);
+    await until("condition True", () => api.condition("node-a", COND)?.status === "True");
+    await until("a watch", () => api.watchesFrom().length >= 1);
+    for (const line of ["null", JSON.stringify({ type: "MODIFIED", object: null })]) {
+      const n = api.watchesFrom().length;
+      api.sendWatchLine(line);
+      await until(`a new watch after ${line}`, () => api.watchesFrom().length > n, 10_000);
+    }
+    expect(gw.logs().some((l) => l.step === "watch node" && /bad event/.test(String(l.error)))).toBe(true);
+    breakNode(node);
+    await until("condition False after the bad lines", () => api.condition("node-a", COND)?.status === "False");
+  }, 60_000);
+});
+
+describe("deadlines", () => {
+  it("a server that sends the headers and then stalls: the request and the watch fail as timeout, not as a reset connection", async () => {
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write("{");
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+    const rest = new RestClient({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, insecureSkipTLSVerify: false, source: "test" }, 300, "test");
+    cleanups.push(() => rest.close());
+
+    await expect(rest.json({ method: "GET", path: "/api/v1/nodes/node-a" })).rejects.toMatchObject({ kind: "timeout", status: undefined });
+    const watchErr = await new Promise<KubeError | null>((resolve) => rest.watch({ method: "GET", path: "/api/v1/nodes?watch=true" }, 300, () => {}, resolve));
+    expect(watchErr).toMatchObject({ kind: "timeout", status: undefined });
+  });
 });

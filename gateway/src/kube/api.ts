@@ -61,7 +61,6 @@ export function createKubeApi(opts: KubeApiOptions): KubeApi {
   const node = `/api/v1/nodes/${encodeURIComponent(name)}`;
   const m = opts.metrics;
   const as = (who: Identity) => (who === "node" && opts.impersonateNode ? `system:node:${name}` : undefined);
-  const codeOf = (err: KubeError | null) => (!err ? "200" : err.status !== undefined ? String(err.status) : err.kind);
 
   async function call<T>(verb: string, resource: string, req: RestRequest): Promise<T> {
     try {
@@ -69,9 +68,9 @@ export function createKubeApi(opts: KubeApiOptions): KubeApi {
       m.requests.inc({ verb, resource, code: "200" });
       return out;
     } catch (err) {
-      const ke = err instanceof KubeError ? err : new KubeError(String(err), undefined, "error");
-      m.requests.inc({ verb, resource, code: codeOf(ke) });
-      throw ke;
+      // rest.json rejects with nothing but KubeError.
+      m.requests.inc({ verb, resource, code: (err as KubeError).key });
+      throw err;
     }
   }
   const events = (api: EventApi, ns: string) =>
@@ -109,28 +108,23 @@ export function createKubeApi(opts: KubeApiOptions): KubeApi {
     },
     watchNode(who, resourceVersion, timeoutSeconds, onEvent, onDone) {
       const query = `watch=true&${one}&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=${timeoutSeconds}&allowWatchBookmarks=true`;
-      let ended = false;
-      const finish = (err: KubeError | null) => {
-        if (ended) return;
-        ended = true;
-        m.requests.inc({ verb: "watch", resource: "nodes", code: codeOf(err) });
+      const done = (err: KubeError | null) => {
+        m.requests.inc({ verb: "watch", resource: "nodes", code: err ? err.key : "200" });
         onDone(err);
       };
       // The server ends the watch after timeoutSeconds; the client's own bound leaves it a request timeout more.
       const handle = rest.watch({ method: "GET", path: `/api/v1/nodes?${query}`, as: as(who) }, timeoutSeconds * 1000 + opts.requestTimeoutMs, (line) => {
-        if (ended) return;
         const l = line as { type?: string; object?: { code?: number; message?: string; metadata?: { resourceVersion?: string } } };
         if (l.type === "ERROR") {
           // 410 Gone here: the resourceVersion is older than the server keeps; the caller lists again.
           const st = l.object ?? {};
-          finish(new KubeError(`watch: ${st.message ?? "error"}`, st.code ?? 500, "http"));
-          handle.stop();
+          handle.stop(new KubeError(`watch: ${st.message ?? "error"}`, st.code ?? 500, "http"));
           return;
         }
         if (l.type !== "ADDED" && l.type !== "MODIFIED" && l.type !== "DELETED" && l.type !== "BOOKMARK") return;
         const rv = l.object?.metadata?.resourceVersion ?? "";
         onEvent({ type: l.type, view: l.type === "ADDED" || l.type === "MODIFIED" ? viewOf(l.object) : undefined, resourceVersion: rv });
-      }, finish);
+      }, done);
       return handle;
     },
   };

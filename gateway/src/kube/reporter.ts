@@ -369,6 +369,7 @@ export class NodeReporter {
 
   private ensureWatch(): void {
     if (!this.watchWanted || this.watch || this.watchTimer || this.stopped || !this.view) return;
+    // readNode always sets watchFrom, but to "" when a list answer carries no resourceVersion.
     const rv = this.watchFrom || this.view.resourceVersion;
     const timeoutSeconds = Math.max(1, Math.round(this.spec.timings.resyncMs / 1000));
     let ended = false;
@@ -404,7 +405,8 @@ export class NodeReporter {
       }, wait);
       this.watchTimer.unref();
     };
+    // onDone never runs before watchNode returns (it reads handle, which would not exist yet).
     const handle = this.api.watchNode(this.statusAs, rv, timeoutSeconds, onEvent, onDone);
-    if (!ended) this.watch = handle;
+    this.watch = handle;
   }
 }

@@ -38,7 +38,8 @@ export interface RestRequest {
 }
 
 export interface WatchHandle {
-  stop(): void;
+  /** Ends the watch; onDone gets err (null: an ordinary stop). */
+  stop(err?: KubeError | null): void;
 }
 
 /** A body larger than this is not an object node reporting reads (a Node is tens of KB). */
@@ -47,6 +48,10 @@ const MAX_BODY = 16 * 1024 * 1024;
 export class RestClient {
   private readonly agent: http.Agent;
   private readonly base: URL;
+  private readonly prefix: string;
+  private readonly tls: boolean;
+  private readonly mod: typeof http | typeof https;
+  private readonly impersonation: http.OutgoingHttpHeaders;
   private readonly creds: Credentials;
 
   constructor(
@@ -55,9 +60,12 @@ export class RestClient {
     private readonly userAgent: string,
   ) {
     this.base = new URL(cfg.server);
-    const tls = this.base.protocol === "https:";
+    this.prefix = this.base.pathname.replace(/\/$/, "");
+    this.tls = this.base.protocol === "https:";
+    this.mod = this.tls ? https : http;
+    this.impersonation = impersonationHeaders(cfg);
     const agentOpts = { keepAlive: true, maxSockets: 2, maxFreeSockets: 2 };
-    this.agent = tls ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
+    this.agent = this.tls ? new https.Agent(agentOpts) : new http.Agent(agentOpts);
     this.creds = new Credentials(cfg);
   }
 
@@ -65,14 +73,26 @@ export class RestClient {
     this.agent.destroy();
   }
 
-  /** One request; a 401 with a credential that can change is retried once with a fresh one. */
+  /**
+   * One request; a 401 with a credential that can change is retried once with a fresh one.
+   * Rejects only with KubeError, so callers can count and log by its key.
+   */
   async json<T>(req: RestRequest): Promise<T> {
+    try {
+      return await this.jsonOnce<T>(req);
+    } catch (err) {
+      // node:http throws a plain error for a header it refuses (a stray character in the kubeconfig's impersonation).
+      throw toKubeError(err);
+    }
+  }
+
+  private async jsonOnce<T>(req: RestRequest): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const cred = await this.credential();
       const res = await this.send(req, cred, this.timeoutMs);
       try {
         const text = await readBody(res.message);
-        if (res.status >= 200 && res.status < 300) return (text.length ? JSON.parse(text) : {}) as T;
+        if (res.status >= 200 && res.status < 300) return (text.length ? parseAnswer(text) : {}) as T;
         if (res.status === 401) {
           this.creds.rejected(cred);
           if (attempt === 0 && this.creds.renewable) continue;
@@ -132,7 +152,14 @@ export class RestClient {
             res.done();
             return finish(new KubeError("watch: a line that is not JSON", undefined, "EPROTO"));
           }
-          onLine(obj);
+          try {
+            onLine(obj);
+          } catch (err) {
+            // A line that is JSON but not an event (null, an object: null) must end the watch, not escape
+            // this listener as an uncaught exception and leave the watch open with no one to end it.
+            res.done();
+            return finish(new KubeError(`watch: bad event (${(err as Error)?.message ?? String(err)})`.slice(0, 300), undefined, "EPROTO"));
+          }
         }
       });
       res.message.on("end", () => finish(null));
@@ -140,10 +167,10 @@ export class RestClient {
       res.message.on("close", () => finish(stopped ? null : res.message.complete ? null : new KubeError("watch: connection closed", undefined, "ECONNRESET")));
     })().catch((err) => finish(stopped ? null : toKubeError(err)));
     return {
-      stop: () => {
+      stop: (err: KubeError | null = null) => {
         stopped = true;
         abort?.();
-        finish(null);
+        finish(err);
       },
     };
   }
@@ -153,7 +180,7 @@ export class RestClient {
       return await this.creds.get();
     } catch (err) {
       if (err instanceof CredentialError) throw new KubeError(err.message, undefined, "credentials");
-      throw err;
+      throw toKubeError(err);
     }
   }
 
@@ -163,7 +190,7 @@ export class RestClient {
    * non-watch requests); streamMs, when given, bounds a watch's whole stream.
    */
   private send(req: RestRequest, cred: Credential, timeoutMs: number, streamMs?: number): Promise<{ status: number; message: http.IncomingMessage; done: () => void }> {
-    const url = new URL(this.base.pathname.replace(/\/$/, "") + req.path, this.base);
+    const url = new URL(this.prefix + req.path, this.base);
     const body = req.body === undefined ? undefined : Buffer.from(JSON.stringify(req.body));
     const headers: http.OutgoingHttpHeaders = { accept: "application/json", "user-agent": this.userAgent };
     if (body) {
@@ -171,31 +198,33 @@ export class RestClient {
       headers["content-length"] = body.length;
     }
     if (cred.token) headers.authorization = `Bearer ${cred.token}`;
-    Object.assign(headers, impersonationHeaders(this.cfg, req.as));
-    const tls: https.RequestOptions =
-      url.protocol === "https:"
-        ? {
-            ca: this.cfg.ca,
-            cert: cred.cert,
-            key: cred.key,
-            servername: this.cfg.tlsServerName,
-            rejectUnauthorized: !this.cfg.insecureSkipTLSVerify,
-          }
-        : {};
-    const mod = url.protocol === "https:" ? https : http;
+    Object.assign(headers, req.as !== undefined ? { "impersonate-user": req.as } : this.impersonation);
+    const tls: https.RequestOptions = this.tls
+      ? {
+          ca: this.cfg.ca,
+          cert: cred.cert,
+          key: cred.key,
+          servername: this.cfg.tlsServerName,
+          rejectUnauthorized: !this.cfg.insecureSkipTLSVerify,
+        }
+      : {};
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
-      const r = mod.request(url, { method: req.method, headers, agent: this.agent, ...tls }, (message) => {
-        if (streamMs === undefined) {
-          message.once("end", () => clearTimeout(timer));
-        } else {
+      let message: http.IncomingMessage | undefined;
+      // Once there is a response, destroying only the request hands the response node:http's
+      // generic "aborted" (ECONNRESET): its reader must see the timeout itself.
+      const expire = (why: string) => () => (message ?? r).destroy(new KubeError(why, undefined, "timeout"));
+      const r = this.mod.request(url, { method: req.method, headers, agent: this.agent, ...tls }, (m) => {
+        message = m;
+        // "close", not "end": a body cut off or refused as too large never ends, and its timer must not outlive it.
+        m.once("close", () => clearTimeout(timer));
+        if (streamMs !== undefined) {
           clearTimeout(timer);
-          timer = setTimeout(() => r.destroy(new KubeError("watch: outlived its timeout", undefined, "timeout")), streamMs);
-          message.once("close", () => clearTimeout(timer));
+          timer = setTimeout(expire("watch: outlived its timeout"), streamMs);
         }
-        resolve({ status: message.statusCode ?? 0, message, done: () => (message.complete ? clearTimeout(timer) : r.destroy()) });
+        resolve({ status: m.statusCode ?? 0, message: m, done: () => (m.complete ? clearTimeout(timer) : r.destroy()) });
       });
-      timer = setTimeout(() => r.destroy(new KubeError("request timed out", undefined, "timeout")), timeoutMs);
+      timer = setTimeout(expire("request timed out"), timeoutMs);
       r.on("error", (err) => {
         clearTimeout(timer);
         reject(toKubeError(err));
@@ -205,8 +234,8 @@ export class RestClient {
   }
 }
 
-function impersonationHeaders(cfg: ClientConfig, as: string | undefined): http.OutgoingHttpHeaders {
-  if (as !== undefined) return { "impersonate-user": as };
+/** The kubeconfig's impersonation; a request's own `as` replaces all of it. */
+function impersonationHeaders(cfg: ClientConfig): http.OutgoingHttpHeaders {
   const imp = cfg.impersonate;
   if (!imp) return {};
   const h: http.OutgoingHttpHeaders = {};
@@ -234,8 +263,17 @@ function readBody(m: http.IncomingMessage): Promise<string> {
   });
 }
 
+/** A 2xx body that is not JSON (a proxy's page) is a protocol failure, reported like the others. */
+function parseAnswer(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new KubeError(`answer is not JSON (${(err as Error).message})`.slice(0, 300), undefined, "EPROTO");
+  }
+}
+
 /** The API server's answer to a failed request: its Status message, and Retry-After. */
-export function statusError(status: number, text: string, headers: http.IncomingHttpHeaders): KubeError {
+function statusError(status: number, text: string, headers: http.IncomingHttpHeaders): KubeError {
   let detail = text;
   try {
     const s = JSON.parse(text) as { message?: unknown };
@@ -247,7 +285,7 @@ export function statusError(status: number, text: string, headers: http.Incoming
   return new KubeError(`HTTP ${status}${detail ? `: ${detail.slice(0, 300)}` : ""}`, status, "http", retryAfterMs(Array.isArray(ra) ? ra[0] : ra));
 }
 
-export function toKubeError(err: unknown): KubeError {
+function toKubeError(err: unknown): KubeError {
   if (err instanceof KubeError) return err;
   const e = err as { code?: string; message?: string };
   const code = e?.code ?? "error";

@@ -218,7 +218,7 @@ export class FakeKubeApi {
   readonly protectedTaints = new Set<string>();
   private rv = 1000;
   /** Node changes in order, for watches that resume; below compactedRv they are gone. */
-  private history: Array<{ rv: number; node: string; type: string; obj: Json }> = [];
+  private history: Array<{ rv: number; node: string; obj: Json }> = [];
   private compactedRv = 0;
   private readonly tokens: Map<string, string>;
   private faults: Fault[] = [];
@@ -243,10 +243,10 @@ export class FakeKubeApi {
       s.on("close", () => this.sockets.delete(s));
       if (this.refusing) s.destroy();
     });
+    this.server.on("tlsClientError", (err: Error) => this.tlsErrors.push(err.message));
   }
 
   async start(): Promise<this> {
-    this.server.on("tlsClientError", (err: Error) => this.tlsErrors.push(err.message));
     await new Promise<void>((r) => this.server.listen(this.port, "127.0.0.1", r));
     this.port = (this.server.address() as AddressInfo).port;
     return this;
@@ -425,7 +425,7 @@ export class FakeKubeApi {
   private store(name: string, node: Json): Json {
     node.metadata.resourceVersion = String(++this.rv);
     this.nodes.set(name, node);
-    this.history.push({ rv: this.rv, node: name, type: "MODIFIED", obj: clone(node) });
+    this.history.push({ rv: this.rv, node: name, obj: clone(node) });
     if (this.history.length > HISTORY) this.compactedRv = this.history.shift()!.rv;
     for (const w of this.watchers) {
       if (w.node === name) this.sendEvent(w, "MODIFIED", node);
@@ -448,6 +448,11 @@ export class FakeKubeApi {
   endWatches(): void {
     for (const w of this.watchers) w.res.end();
     this.watchers.clear();
+  }
+
+  /** A line, as it is, to every open watch: what no real API server sends (null, an event without its object). */
+  sendWatchLine(line: string): void {
+    for (const w of this.watchers) w.res.write(line + "\n");
   }
 
   /** Watch requests so far, with the resourceVersion each started from. */
@@ -677,7 +682,7 @@ export class FakeKubeApi {
     if (from === "" || from === "0") {
       if (node) this.sendEvent(w, "ADDED", node);
     } else {
-      for (const h of this.history) if (h.node === name && h.rv > Number(from)) this.sendEvent(w, h.type, h.obj);
+      for (const h of this.history) if (h.node === name && h.rv > Number(from)) this.sendEvent(w, "MODIFIED", h.obj);
     }
     const timeout = Number(url.searchParams.get("timeoutSeconds") ?? "0");
     const timer =
