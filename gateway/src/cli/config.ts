@@ -292,7 +292,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
 }
 
 /** --kubeconfig names one file; KUBECONFIG a list (':'-separated), merged as kubectl merges it. */
-function kubeconfigFiles(flag: string | undefined, env: string | undefined): string[] | undefined {
+function kubeconfigPaths(flag: string | undefined, env: string | undefined): string[] | undefined {
   if (flag) return [flag];
   const list = [...new Set((env ?? "").split(path.delimiter).filter((f) => f !== ""))];
   return list.length > 0 ? list : undefined;
@@ -351,7 +351,7 @@ function kubeSpec(
   if (mode !== "node") throw new UsageError("--node-condition/--node-taint: only in --mode node (the controller runs on no particular node)");
   return {
     nodeName,
-    kubeconfig: kubeconfigFiles(str("kubeconfig"), env.KUBECONFIG),
+    kubeconfig: kubeconfigPaths(str("kubeconfig"), env.KUBECONFIG),
     kubeContext: str("kube-context"),
     condition,
     conditionPerCheck: perCheck,

@@ -17,7 +17,7 @@ export interface Credential {
 export class CredentialError extends Error {}
 
 /** A token file is read again at least this often (client-go's cached file token source: one minute). */
-export const TOKEN_FILE_MAX_AGE_MS = 60_000;
+const TOKEN_FILE_MAX_AGE_MS = 60_000;
 /** An exec credential is renewed this long before it expires, so no request goes out with one about to lapse. */
 const EXEC_EXPIRY_SKEW_MS = 10_000;
 const EXEC_TIMEOUT_MS = 60_000;
@@ -52,7 +52,7 @@ export class Credentials {
 
   /** A 401 answered a request made with `used`: the next get() reads the file or runs the plugin again. */
   rejected(used: Credential): void {
-    if (this.current === used && (this.cfg.tokenFile || this.cfg.exec)) this.validUntil = 0;
+    if (this.current === used && this.renewable) this.validUntil = 0;
   }
 
   /** Whether a 401 can be retried with a fresh credential (a static token cannot change). */
@@ -94,7 +94,7 @@ interface ExecResult {
 }
 
 /** Runs the plugin by argv (never a shell) with KUBERNETES_EXEC_INFO, as kubectl does, and checks its ExecCredential. */
-export async function runExecPlugin(exec: ExecConfig, cluster: Pick<ClientConfig, "server" | "ca" | "tlsServerName" | "insecureSkipTLSVerify">): Promise<ExecResult> {
+async function runExecPlugin(exec: ExecConfig, cluster: Pick<ClientConfig, "server" | "ca" | "tlsServerName" | "insecureSkipTLSVerify">): Promise<ExecResult> {
   const info: Record<string, unknown> = { kind: "ExecCredential", apiVersion: exec.apiVersion, spec: { interactive: false } };
   if (exec.provideClusterInfo) {
     (info.spec as Record<string, unknown>).cluster = {

@@ -8,7 +8,7 @@ import path from "node:path";
 import { parseDocument } from "yaml";
 
 /** Where the pod's service-account files are; PROBEGATE_KUBE_SERVICEACCOUNT_DIR moves it (tests, odd mounts). */
-export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 export interface ExecConfig {
   apiVersion: "client.authentication.k8s.io/v1" | "client.authentication.k8s.io/v1beta1";
@@ -37,7 +37,7 @@ export interface ClientConfig {
   source: string;
 }
 
-export class KubeConfigError extends Error {}
+class KubeConfigError extends Error {}
 
 type Obj = Record<string, unknown>;
 
@@ -101,8 +101,8 @@ export function kubeconfigFiles(files: string[], context: string | undefined): C
   if (!ctxName) throw new KubeConfigError(`${files.join(":")}: current-context: not set (set it or give --kube-context)`);
   const ctx = merged.contexts.get(ctxName);
   if (!ctx) throw new KubeConfigError(`${context !== undefined ? "--kube-context" : `${merged.currentContext!.file}: current-context`}: no context named "${ctxName}"`);
-  const clusterName = str(ctx, "cluster", ctx.file, `contexts[${ctxName}].context`);
-  const userName = str(ctx, "user", ctx.file, `contexts[${ctxName}].context`);
+  const clusterName = str(ctx, "cluster", `contexts[${ctxName}].context`);
+  const userName = str(ctx, "user", `contexts[${ctxName}].context`);
   const cluster = merged.clusters.get(clusterName ?? "");
   if (!cluster) throw new KubeConfigError(`${ctx.file}: contexts[${ctxName}].context.cluster: no cluster named "${clusterName ?? ""}"`);
   const user = userName ? merged.users.get(userName) : undefined;
@@ -143,10 +143,10 @@ function mergeFile(merged: Merged, file: string, text: string): void {
   if (typeof cc === "string" && cc !== "" && !merged.currentContext) merged.currentContext = { name: cc, file };
 }
 
-function str(n: Named, key: string, file: string, where: string): string | undefined {
+function str(n: Named, key: string, where: string): string | undefined {
   const v = n.value[key];
   if (v === undefined || v === null || v === "") return undefined;
-  if (typeof v !== "string") throw new KubeConfigError(`${file}: ${where}.${key}: expected a string`);
+  if (typeof v !== "string") throw new KubeConfigError(`${n.file}: ${where}.${key}: expected a string`);
   return v;
 }
 
@@ -163,7 +163,7 @@ function mustRead(file: string, origin: string, field: string): Buffer {
 }
 
 function base64(n: Named, where: string, key: string): Buffer | undefined {
-  const v = str(n, key, n.file, where);
+  const v = str(n, key, where);
   if (v === undefined) return undefined;
   const b = Buffer.from(v, "base64");
   if (b.length === 0) throw new KubeConfigError(`${n.file}: ${where}.${key}: not base64`);
@@ -172,7 +172,7 @@ function base64(n: Named, where: string, key: string): Buffer | undefined {
 
 /** One of FILE or DATA; both is an error, as kubectl's validation says. */
 function fileOrData(n: Named, where: string, fileKey: string, dataKey: string): Buffer | undefined {
-  const f = str(n, fileKey, n.file, where);
+  const f = str(n, fileKey, where);
   const data = base64(n, where, dataKey);
   if (f !== undefined && data !== undefined) throw new KubeConfigError(`${n.file}: ${where}: both ${fileKey} and ${dataKey} are set; keep one`);
   return data ?? (f !== undefined ? mustRead(resolve(n, f), n.file, `${where}.${fileKey}`) : undefined);
@@ -187,7 +187,7 @@ function refuse(n: Named, where: string, keys: Record<string, string>): void {
 function clusterPart(c: Named): Pick<ClientConfig, "server" | "ca" | "tlsServerName" | "insecureSkipTLSVerify"> {
   const where = `clusters[${c.name}].cluster`;
   refuse(c, where, { "proxy-url": "proxies are not supported by probegate's client; reach the API server directly" });
-  const server = str(c, "server", c.file, where);
+  const server = str(c, "server", where);
   if (!server) throw new KubeConfigError(`${c.file}: ${where}.server: missing`);
   let url: URL;
   try {
@@ -202,7 +202,7 @@ function clusterPart(c: Named): Pick<ClientConfig, "server" | "ca" | "tlsServerN
   return {
     server: server.replace(/\/+$/, ""),
     ca,
-    tlsServerName: str(c, "tls-server-name", c.file, where),
+    tlsServerName: str(c, "tls-server-name", where),
     insecureSkipTLSVerify: insecure,
   };
 }
@@ -215,8 +215,8 @@ function userPart(u: Named | undefined): Omit<ClientConfig, "server" | "ca" | "t
     username: "basic authentication is not supported; use a token, a client certificate or an exec plugin",
     password: "basic authentication is not supported; use a token, a client certificate or an exec plugin",
   });
-  const token = str(u, "token", u.file, where);
-  const tokenFileRaw = str(u, "tokenFile", u.file, where);
+  const token = str(u, "token", where);
+  const tokenFileRaw = str(u, "tokenFile", where);
   const tokenFile = tokenFileRaw !== undefined ? resolve(u, tokenFileRaw) : undefined;
   if (tokenFile && token === undefined) mustRead(tokenFile, u.file, `${where}.tokenFile`);
   const clientCert = fileOrData(u, where, "client-certificate", "client-certificate-data");
@@ -224,8 +224,8 @@ function userPart(u: Named | undefined): Omit<ClientConfig, "server" | "ca" | "t
   if (Boolean(clientCert) !== Boolean(clientKey)) throw new KubeConfigError(`${u.file}: ${where}: a client certificate needs a client key and the other way round`);
   const exec = execPart(u, where);
   if (exec && (token !== undefined || tokenFile !== undefined)) throw new KubeConfigError(`${u.file}: ${where}: exec and token/tokenFile are both set; only one authentication method is allowed`);
-  const as = str(u, "as", u.file, where);
-  const asUid = str(u, "as-uid", u.file, where);
+  const as = str(u, "as", where);
+  const asUid = str(u, "as-uid", where);
   const groups = u.value["as-groups"];
   const extra = u.value["as-user-extra"];
   if (groups !== undefined && (!Array.isArray(groups) || groups.some((g) => typeof g !== "string"))) throw new KubeConfigError(`${u.file}: ${where}.as-groups: expected a list of strings`);
