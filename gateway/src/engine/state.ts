@@ -8,7 +8,7 @@ import type { Override, Refusal } from "../runtime/types.js";
 export type { Override, Refusal };
 
 export type CheckStatus = "pass" | "warn" | "fail";
-export type ProbeKind = "readiness" | "liveness" | "volume";
+export type ProbeKind = "readiness" | "liveness" | "volume" | "storage";
 export type Severity = "required" | "advisory";
 
 /** One check's latest state, like a Kubernetes condition. */

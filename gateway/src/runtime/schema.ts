@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABIS, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginAbi, type PluginManifest } from "./types.js";
+import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABIS, STORAGE_HEALTH_STATUSES, VOLUME_HEALTH_STATUSES, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginAbi, type PluginManifest } from "./types.js";
 
 // Per plugins/ABI.md, versions 1 and 2 (same manifest and output schemas;
 // only the calling convention differs). Unknown extra keys are ignored (zod strips them).
@@ -36,7 +36,7 @@ const manifestSchema = z.object({
     .array(z.enum(["node", "controller"]))
     .min(1)
     .transform((m) => [...new Set(m)]),
-  probe: z.enum(["readiness", "liveness", "volume"]).default("readiness"),
+  probe: z.enum(["readiness", "liveness", "volume", "storage"]).default("readiness"),
   severity: z.enum(["required", "advisory"]).default("required"),
   // Optional and ignored by gateways that predate it, so plugins declaring it still speak abi 1.
   config: z
@@ -97,11 +97,33 @@ function describeValue(v: unknown): string {
   return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }
 
+const FS_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+const HEALTH_MAX = 256;
+const cutMessage = (m: string) => (m.length > MESSAGE_MAX ? `${m.slice(0, MESSAGE_MAX)}…` : m);
+
+const healthEntry = z.object({
+  status: z.enum([...STORAGE_HEALTH_STATUSES, ...VOLUME_HEALTH_STATUSES]),
+  reason: z.string().regex(REASON, "must be UpperCamelCase, at most 64 characters"),
+  message: z.string().transform(cutMessage),
+  fs: z.string().regex(FS_NAME, `must match ${FS_NAME.source}`).optional(),
+});
+
+const healthEvent = z.object({
+  reason: z.string().regex(REASON, "must be UpperCamelCase, at most 64 characters"),
+  fs: z.string().max(128).optional(),
+  target: z.string().max(128).optional(),
+  at: z.number().int().nonnegative().optional(),
+});
+
 const checkOutput = z.object({
   status: z.enum(["pass", "warn", "fail"]),
   reason: z.string().regex(REASON, "must be UpperCamelCase, at most 64 characters"),
   // Messages end up in logs and Probe errors; a long one is cut, not refused.
-  message: z.string().transform((m) => (m.length > MESSAGE_MAX ? `${m.slice(0, MESSAGE_MAX)}…` : m)),
+  message: z.string().transform(cutMessage),
+  // Storage and volume plugins (plugins/ABI.md, "Health"); which family a plugin may use is
+  // decided by the engine, which knows the plugin's probe kind.
+  health: z.array(healthEntry).max(HEALTH_MAX).optional(),
+  events: z.array(healthEvent).max(HEALTH_MAX).optional(),
   facts: z
     .record(
       z.string().max(FACT_NAME_MAX_CHARS, {

@@ -64,7 +64,7 @@ export interface ConfigKeyDecl {
 }
 export type ConfigDecl = Record<string, ConfigKeyDecl>;
 
-export type ProbeKind = "readiness" | "liveness" | "volume";
+export type ProbeKind = "readiness" | "liveness" | "volume" | "storage";
 export type Mode = "node" | "controller";
 
 /**
@@ -87,11 +87,36 @@ export interface PluginManifest {
   config?: ConfigDecl;
 }
 
+/** The CSI v1.13 health statuses a plugin may report (storage: node-level backend; volume: one volume). */
+export const STORAGE_HEALTH_STATUSES = ["STORAGE_DEGRADED", "STORAGE_UNREACHABLE"] as const;
+export const VOLUME_HEALTH_STATUSES = ["DEGRADED", "INACCESSIBLE", "DATA_LOSS"] as const;
+export type StorageHealthStatus = (typeof STORAGE_HEALTH_STATUSES)[number];
+export type VolumeHealthStatus = (typeof VOLUME_HEALTH_STATUSES)[number];
+
+/** One adverse condition a storage or volume plugin reports (plugins/ABI.md, "Health"). */
+export interface HealthOutputEntry {
+  status: StorageHealthStatus | VolumeHealthStatus;
+  reason: string;
+  message: string;
+  fs?: string;
+}
+
+/** Something a storage plugin saw happen since the previous round (e.g. an eviction); the host counts them. */
+export interface HealthOutputEvent {
+  reason: string;
+  fs?: string;
+  target?: string;
+  at?: number;
+}
+
 export interface CheckOutput {
   status: "pass" | "warn" | "fail";
   reason: string;
   message: string;
   facts: Record<string, string>;
+  /** Storage and volume plugins only; absent or empty: nothing adverse known. */
+  health?: HealthOutputEntry[];
+  events?: HealthOutputEvent[];
 }
 
 /** A validated plugin whose module is registered in the sandbox under `key`. */
