@@ -9,8 +9,8 @@
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parse, parseAllDocuments } from "yaml";
-import { asHelmOutput, byName, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, inspectConfig, key, mountOf, postRender, sortContainers, without } from "./lib/gateway.js";
+import { parse } from "yaml";
+import { asHelmOutput, byName, expectHelmMatchesExample, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, inspectConfig, key, mountOf, postRender, sortContainers, without } from "./lib/gateway.js";
 import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
 import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
 import { expectProbegateListeners } from "./lib/listeners.js";
@@ -266,13 +266,7 @@ for (const d of DRIVERS) {
     });
 
     it("Helm: the post-renderer turns the chart's output into the same objects as the example", () => {
-      const out = postRender(d.example, asHelmOutput(d.example, EXAMPLE));
-      expect(out.stderr).toBe("");
-      expect(out.status).toBe(0);
-      const viaHelm = parseAllDocuments(out.stdout).map((doc) => doc.toJS() as K8sObject);
-      expect(viaHelm.map(key).sort()).toEqual(rendered.map(key).sort());
-      for (const o of viaHelm) expect(o, key(o)).toEqual(rendered.find((x) => key(x) === key(o)));
-      expect(out.leftovers).toEqual([]);
+      expectHelmMatchesExample(d.example, EXAMPLE, rendered);
     });
 
     it("Helm: the post-renderer fails with a message and no output on bad input, and leaves no temporary files", () => {

@@ -81,3 +81,14 @@ export function asHelmOutput(exampleName: string, exampleDir: string): string {
     .map((f) => `---\n# Source: ${exampleName}-csi-driver/templates/${path.basename(f)}\n${readFileSync(path.join(exampleDir, f), "utf8")}`)
     .join("\n");
 }
+
+/** The post-renderer fed the example's manifests as helm frames a chart's output gives exactly the objects the example renders, and leaves no temporary files. */
+export function expectHelmMatchesExample(exampleName: string, exampleDir: string, rendered: K8sObject[]): void {
+  const out = postRender(exampleName, asHelmOutput(exampleName, exampleDir));
+  expect(out.stderr).toBe("");
+  expect(out.status).toBe(0);
+  const viaHelm = parseAllDocuments(out.stdout).map((doc) => doc.toJS() as K8sObject);
+  expect(viaHelm.map(key).sort()).toEqual(rendered.map(key).sort());
+  for (const o of viaHelm) expect(o, key(o)).toEqual(rendered.find((x) => key(x) === key(o)));
+  expect(out.leftovers).toEqual([]);
+}
