@@ -41,6 +41,8 @@ export const SIDECAR = {
  * network's /sys shows the pod's interfaces). `lnetAtMount`: LNet comes up at the
  * first mount, so the checks read the host's module tree and modprobe options.
  * `notes`: the driver's own reasons, written as comments beside the line they explain.
+ * Optional `extraArgs` (strings, before --log-level) and `extraEnv` ({ name, value },
+ * after POD_IP) carry a driver's own probegate settings.
  */
 export const DRIVERS = [
   {
@@ -246,6 +248,7 @@ function argsOf(d) {
     ]);
     a.push([null, "--path.modprobe=/host/etc/modprobe.d"]);
   }
+  for (const x of d.extraArgs ?? []) a.push([null, x]);
   a.push([null, `--log-level=${SIDECAR.logLevel}`]);
   return a;
 }
@@ -317,6 +320,7 @@ export function renderPatch(d) {
       .map(([note, arg]) => comment("            ", note) + `            - ${arg}\n`)
       .join("") +
     "          env:\n            - name: POD_IP\n              valueFrom:\n                fieldRef:\n                  apiVersion: v1\n                  fieldPath: status.podIP\n" +
+    (d.extraEnv ?? []).map((e) => `            - name: ${e.name}\n              value: ${JSON.stringify(e.value)}\n`).join("") +
     "          ports:\n" +
     `            - name: probegate\n              containerPort: ${d.probePort}\n              protocol: TCP\n` +
     `            - name: pg-metrics\n              containerPort: ${d.metricsPort}\n              protocol: TCP\n` +
