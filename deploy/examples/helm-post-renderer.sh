@@ -7,18 +7,19 @@
 #              --namespace kube-system \
 #              --post-renderer deploy/examples/helm-post-renderer.sh --post-renderer-args fsx
 #
-# EXAMPLE is one of fsx, gke-lustre, hpe-lustre, exascaler: its helm/kustomization.yaml
+# EXAMPLE is one of azurelustre, fsx, gke-lustre, hpe-lustre, exascaler: its helm/kustomization.yaml
 # sets the plugin ConfigMap's namespace and the probegate image. Nothing is
 # written into the checkout: the pieces are copied to a private temporary directory.
 set -eu
 
 case "${1:-}" in
+  azurelustre) component=azurelustre-gateway ;;
   fsx) component=fsx-gateway ;;
   gke-lustre) component=gke-lustre-gateway ;;
   hpe-lustre) component=hpe-lustre-gateway ;;
   exascaler) component=exascaler-gateway ;;
   *)
-    echo "usage: $0 EXAMPLE   (fsx, gke-lustre, hpe-lustre or exascaler)" >&2
+    echo "usage: $0 EXAMPLE   (azurelustre, fsx, gke-lustre, hpe-lustre or exascaler)" >&2
     exit 2
     ;;
 esac

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { byName, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, key, sortContainers, without } from "./lib/gateway.js";
+import { asHelmOutput, byName, expectHelmMatchesExample, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, key, postRender, sortContainers, without } from "./lib/gateway.js";
 import { BUILT, DEPLOY, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
 import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
 import { expand, flagsOf } from "./lib/workloads.js";
@@ -44,6 +44,17 @@ describe("components/azurelustre-gateway", () => {
     );
     expect(others.map((o) => o.kind).sort()).toEqual(["CSIDriver", "ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount"]);
     for (const o of others) expect(o, key(o)).toEqual(original.get(key(o)));
+  });
+
+  it("Helm: the post-renderer turns the chart's output into the same objects as the example, leaving no temporary files", () => {
+    expectHelmMatchesExample("azurelustre", EXAMPLE, rendered);
+  });
+
+  it("Helm: garbled chart output fails with no output and no temporary files", () => {
+    const garbled = postRender("azurelustre", `${asHelmOutput("azurelustre", EXAMPLE)}\n---\n{`);
+    expect(garbled.status).not.toBe(0);
+    expect(garbled.stdout).toBe("");
+    expect(garbled.leftovers).toEqual([]);
   });
 
   for (const flavor of FLAVORS) {

@@ -6,13 +6,11 @@
 // exists for. The Helm path feeds the same manifests, as a chart's rendered
 // output, through the examples' post-renderer script (stdin to stdout, as helm
 // runs it) and must produce the same objects.
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import os from "node:os";
+import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parse, parseAllDocuments } from "yaml";
-import { byName, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, inspectConfig, key, mountOf, sortContainers, without } from "./lib/gateway.js";
+import { parse } from "yaml";
+import { asHelmOutput, byName, expectHelmMatchesExample, cliAccepts, clone, exampleSources, expectDriverObjectsPlusPluginConfigMap, inspectConfig, key, mountOf, postRender, sortContainers, without } from "./lib/gateway.js";
 import { BUILT, DEPLOY, DIST_PLUGINS, KUSTOMIZE_DIR, NOT_BUILT_MESSAGE } from "./lib/paths.js";
 import { listedPlugins, renderDir, type K8sObject } from "./lib/render.js";
 import { expectProbegateListeners } from "./lib/listeners.js";
@@ -116,26 +114,6 @@ function portsOf(c: any): number[] {
     if (v) out.push(Number(v.split(":").at(-1)));
   }
   return out;
-}
-
-const POST_RENDERER = path.join(DEPLOY, "examples/helm-post-renderer.sh");
-/** Runs the post-renderer as helm does (stdin to stdout) with a private TMPDIR, which must be empty again afterwards. */
-function postRender(example: string, input: string) {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), "probegate-post-render-"));
-  try {
-    const r = spawnSync(POST_RENDERER, [example], { input, encoding: "utf8", timeout: 60_000, env: { ...process.env, TMPDIR: tmp } });
-    return { ...r, leftovers: readdirSync(tmp) };
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-}
-
-/** What helm hands a post-renderer: the chart's documents, each after `---` and a `# Source:` line. */
-function asHelmOutput(d: Driver, example: string): string {
-  const k = parse(readFileSync(path.join(example, "kustomization.yaml"), "utf8"));
-  return (k.resources as string[])
-    .map((f) => `---\n# Source: ${d.example}-csi-driver/templates/${path.basename(f)}\n${readFileSync(path.join(example, f), "utf8")}`)
-    .join("\n");
 }
 
 for (const d of DRIVERS) {
@@ -288,25 +266,19 @@ for (const d of DRIVERS) {
     });
 
     it("Helm: the post-renderer turns the chart's output into the same objects as the example", () => {
-      const out = postRender(d.example, asHelmOutput(d, EXAMPLE));
-      expect(out.stderr).toBe("");
-      expect(out.status).toBe(0);
-      const viaHelm = parseAllDocuments(out.stdout).map((doc) => doc.toJS() as K8sObject);
-      expect(viaHelm.map(key).sort()).toEqual(rendered.map(key).sort());
-      for (const o of viaHelm) expect(o, key(o)).toEqual(rendered.find((x) => key(x) === key(o)));
-      expect(out.leftovers).toEqual([]);
+      expectHelmMatchesExample(d.example, EXAMPLE, rendered);
     });
 
     it("Helm: the post-renderer fails with a message and no output on bad input, and leaves no temporary files", () => {
       const bad = postRender("../fsx", "");
       expect([bad.status, bad.stdout]).toEqual([2, ""]);
       expect(bad.stderr).toMatch(/usage/);
-      const garbled = postRender(d.example, `${asHelmOutput(d, EXAMPLE)}\n---\n{`);
+      const garbled = postRender(d.example, `${asHelmOutput(d.example, EXAMPLE)}\n---\n{`);
       expect(garbled.status).not.toBe(0);
       expect(garbled.stdout).toBe("");
       if ("argIndex" in d.endpoint) {
         // A release whose endpoint argument moved is not patched blindly: the JSON patch's test fails.
-        const moved = postRender(d.example, asHelmOutput(d, EXAMPLE).replaceAll(`- ${d.endpoint.was}`, `- --endpoint=unix:/elsewhere/csi.sock`));
+        const moved = postRender(d.example, asHelmOutput(d.example, EXAMPLE).replaceAll(`- ${d.endpoint.was}`, `- --endpoint=unix:/elsewhere/csi.sock`));
         expect(moved.status).not.toBe(0);
         expect(moved.stdout).toBe("");
         expect(moved.stderr).toMatch(/test/i);

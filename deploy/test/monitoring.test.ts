@@ -16,7 +16,7 @@ import { GetPluginInfoResponseSchema } from "../../gateway/gen/csi/v1/csi_pb.js"
 import { FakeCsiDriver, rawCall, unixClient } from "../../gateway/test/helpers/fake-csi-driver.js";
 import { FakeKubeApi } from "../../gateway/test/helpers/fake-kube-api.js";
 import { startGatewayProcess, tempDir, type GatewayProcess } from "../../gateway/test/helpers/gateway-process.js";
-import { BUILT, DEPLOY, NOT_BUILT_MESSAGE } from "./lib/paths.js";
+import { BUILT, DEPLOY, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
 import { render, type K8sObject } from "./lib/render.js";
 
 const PROM = path.join(DEPLOY, "prometheus");
@@ -61,6 +61,16 @@ describe.skipIf(!PROMTOOL)("alerting rules under promtool", () => {
       expect(r.stdout + r.stderr).toMatch(/ProbegateNodeNotReady/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the promtool commands prometheus.yml's header gives work as written, from the repository's root", () => {
+    const header = readFileSync(path.join(PROM, "prometheus.yml"), "utf8").split("\n").filter((l) => l.startsWith("#"));
+    const commands = header.map((l) => /^#   (promtool .*)$/.exec(l)?.[1]).filter((c): c is string => Boolean(c));
+    expect(commands.length).toBeGreaterThan(0);
+    for (const c of commands) {
+      const r = spawnSync("promtool", c.split(" ").slice(1), { cwd: REPO, encoding: "utf8" });
+      expect(r.status, `${c}:\n${r.stdout}${r.stderr}`).toBe(0);
     }
   });
 

@@ -1,15 +1,19 @@
-// The README documents exactly the flags the CLI has, and its commands exist.
+// The README documents exactly the flags the CLI has, and its commands exist
+// and work: the quick start's `npx buf curl` lines are run against a real
+// gateway (the demo node), on its socket and its port.
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { FLAGS } from "../src/cli/flags.js";
-import { ROOT, runProbegate } from "./helpers/gateway-process.js";
+import { spawnSync } from "node:child_process";
+import { ROOT, runProbegate, startGatewayProcess } from "./helpers/gateway-process.js";
 
 const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
 
 describe("README", () => {
-  it("has a flags table listing every flag, and only those", () => {
-    const section = readme.slice(readme.indexOf("## Flags"), readme.indexOf("## Checks and plugins"));
+  it("has a flags table listing every flag, and only those (docs/flags.md, which the README's Flags section links)", () => {
+    expect(readme).toContain("](docs/flags.md)");
+    const section = fs.readFileSync(path.join(ROOT, "docs/flags.md"), "utf8");
     const documented = [...section.matchAll(/^\| `--([a-z.-]+)/gm)].map((m) => m[1]);
     expect(documented).toEqual(FLAGS.map((f) => f.name));
   });
@@ -30,6 +34,46 @@ describe("README", () => {
     for (const m of readme.matchAll(/\]\(([^)#]+)\)/g)) {
       if (/^https?:/.test(m[1])) continue;
       expect(fs.existsSync(path.join(ROOT, m[1])), m[1]).toBe(true);
+    }
+  });
+});
+
+/** Splits a one-line command as sh would for the quick start's simple forms: words and '...' strings. */
+function words(line: string): string[] {
+  return [...line.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+}
+
+describe("README quick start: npx buf curl", () => {
+  const start = readme.indexOf("## Quick start");
+  const quickStart = readme.slice(start, readme.indexOf("\n## ", start + 1));
+  const lines = quickStart.split("\n").filter((l) => l.startsWith("npx buf curl "));
+
+  it("runs against the demo node's socket and port as written (with the test's socket and port)", async () => {
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.some((l) => l.includes("--unix-socket /tmp/csi.sock"))).toBe(true);
+    const gw = await startGatewayProcess(["--demo=healthy"]);
+    try {
+      // The quick start shows a ready node: wait for the first evaluation round.
+      for (let i = 0; i < 100; i++) {
+        const r = await fetch(`http://${gw.http}/readyz`).catch(() => null);
+        if (r?.status === 200) break;
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      const buf = path.join(ROOT, "node_modules/.bin/buf");
+      const answers = lines.map((line) => {
+        const args = words(line.replaceAll("/tmp/csi.sock", gw.socket).replaceAll("127.0.0.1:29763", gw.http)).slice(2);
+        const r = spawnSync(buf, args, { encoding: "utf8", timeout: 60_000 });
+        expect(r.status, `${line}\n${r.stderr}`).toBe(0);
+        return { line, out: r.stdout };
+      });
+      for (const { line, out } of answers) {
+        if (line.endsWith("/csi.v1.Identity/Probe")) expect(JSON.parse(out), line).toEqual({ ready: true });
+        else if (line.endsWith("/grpc.health.v1.Health/Check")) expect(JSON.parse(out), line).toEqual({ status: "SERVING" });
+        else if (line.includes("--list-methods")) expect(out.split("\n"), line).toEqual(expect.arrayContaining(["csi.v1.Identity/Probe", "grpc.health.v1.Health/Check"]));
+        else throw new Error(`no expectation for: ${line}`);
+      }
+    } finally {
+      await gw.stop();
     }
   });
 });

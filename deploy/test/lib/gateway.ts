@@ -3,11 +3,12 @@
 // the driver's manifests it lists, read as plain YAML. The CLI runners are the
 // other deploy tests' too.
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { expect } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { REPO } from "./paths.js";
+import { DEPLOY, REPO } from "./paths.js";
 import type { K8sObject } from "./render.js";
 import { unknownFields, validateModel } from "./strict.js";
 
@@ -59,4 +60,35 @@ export async function expectDriverObjectsPlusPluginConfigMap(rendered: K8sObject
     await validateModel(o);
     expect(unknownFields(o), key(o)).toEqual([]);
   }
+}
+
+const POST_RENDERER = path.join(DEPLOY, "examples/helm-post-renderer.sh");
+/** Runs the examples' Helm post-renderer as helm does (stdin to stdout) with a private TMPDIR, which must be empty again afterwards. */
+export function postRender(example: string, input: string) {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "probegate-post-render-"));
+  try {
+    const r = spawnSync(POST_RENDERER, [example], { input, encoding: "utf8", timeout: 60_000, env: { ...process.env, TMPDIR: tmp } });
+    return { ...r, leftovers: readdirSync(tmp) };
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** What helm hands a post-renderer: the chart's documents (the example's driver manifests), each after `---` and a `# Source:` line. */
+export function asHelmOutput(exampleName: string, exampleDir: string): string {
+  const k = parse(readFileSync(path.join(exampleDir, "kustomization.yaml"), "utf8"));
+  return (k.resources as string[])
+    .map((f) => `---\n# Source: ${exampleName}-csi-driver/templates/${path.basename(f)}\n${readFileSync(path.join(exampleDir, f), "utf8")}`)
+    .join("\n");
+}
+
+/** The post-renderer fed the example's manifests as helm frames a chart's output gives exactly the objects the example renders, and leaves no temporary files. */
+export function expectHelmMatchesExample(exampleName: string, exampleDir: string, rendered: K8sObject[]): void {
+  const out = postRender(exampleName, asHelmOutput(exampleName, exampleDir));
+  expect(out.stderr).toBe("");
+  expect(out.status).toBe(0);
+  const viaHelm = parseAllDocuments(out.stdout).map((doc) => doc.toJS() as K8sObject);
+  expect(viaHelm.map(key).sort()).toEqual(rendered.map(key).sort());
+  for (const o of viaHelm) expect(o, key(o)).toEqual(rendered.find((x) => key(x) === key(o)));
+  expect(out.leftovers).toEqual([]);
 }

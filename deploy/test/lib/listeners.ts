@@ -2,8 +2,8 @@ import { expect } from "vitest";
 import { flagsOf } from "./workloads.js";
 
 /**
- * The listener conventions every probegate container follows (README "What it
- * serves", deploy/README.md "Ports and probes"): on the host network the probe
+ * The listener conventions every probegate container follows (docs/serving.md, "What
+ * it serves"; docs/deploy.md, "What gets deployed"): on the host network the probe
  * listener binds 127.0.0.1 and every HTTP probe on it sets host: 127.0.0.1 (a
  * gRPC probe has no host field, so there are none); on the pod network it
  * binds $(POD_IP). /metrics has its own listener on $(POD_IP), the pg-metrics
