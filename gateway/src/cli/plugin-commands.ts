@@ -57,7 +57,7 @@ missing-fact failures). Its trace() lines are printed.
 
 options:
   --fixtures PATH            fixture files (*.yaml) or directories of them (repeatable); prints one
-                             line per case and "N passed, N failed" (format: plugins/README.md)
+                             line per case and "N passed, N failed" (format: docs/plugins.md)
   --source NAME=FILE         stdout of source NAME is the content of FILE (repeatable)
   --source-stderr NAME=FILE  stderr of command source NAME is the content of FILE
   --source-exit NAME=CODE    exit status of command source NAME (default 0; non-zero makes it not ok)
