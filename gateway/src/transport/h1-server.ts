@@ -7,7 +7,7 @@ import { DEFAULT_AUTHORITY } from "./authority.js";
 import { answerResponse, requestTimedOut, tooBusy } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS, MAX_PIPELINED } from "./edge-limits.js";
 import type { ListenerAdmission } from "./listener-admission.js";
-import type { CompatHandler } from "./stream-route.js";
+import { LISTENER, NETWORK_TCP, type CompatHandler, type StreamContext } from "./stream-route.js";
 
 /**
  * An HTTP/1.1 connection's own state, kept beside its connection-table entry:
@@ -43,6 +43,8 @@ export function createH1Server(opts: {
   handler: CompatHandler;
   logger: Logger;
   admission: ListenerAdmission;
+  /** Which endpoint its connections arrive on (default: the network port). */
+  ctx?: StreamContext;
 }): H1Server {
   const { logger, admission } = opts;
   const { limits, table } = admission;
@@ -143,6 +145,7 @@ export function createH1Server(opts: {
     server,
     attach(conn) {
       states.set(conn, { phase: "waiting", queue: [] });
+      (conn.socket as unknown as Record<symbol, StreamContext>)[LISTENER] = opts.ctx ?? NETWORK_TCP;
       conn.onTimeout = (reason) => onTimeout(conn, reason);
       conn.socket.once("close", () => sweep.delete(conn));
       server.emit("connection", conn.socket);

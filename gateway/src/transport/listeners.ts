@@ -59,7 +59,12 @@ function acceptInto(admission: ListenerAdmission, logger: Logger, onConn: (conn:
   });
 }
 
-/** The CSI endpoint: gRPC over h2c only (what kubelet-side tools speak). */
+/**
+ * The CSI endpoint: gRPC over h2c (what kubelet-side tools speak), and
+ * HTTP/1.1 for someone on the node with curl (`curl --unix-socket`): /readyz,
+ * Connect and gRPC-Web as on the HTTP port. The mount API (gateway mode's
+ * routes) is gRPC, so HTTP/2 only.
+ */
 export async function startCsiListener(opts: {
   endpoint: Endpoint;
   routes: readonly StreamRoute[];
@@ -72,7 +77,10 @@ export async function startCsiListener(opts: {
   const listener = ctx.listener;
   const admission = new ListenerAdmission(edge, listener);
   const h2 = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger, admission });
-  const server = acceptInto(admission, logger, (conn) => h2.attach(conn));
+  const h1 = createH1Server({ handler: opts.handler, logger, admission, ctx });
+  const server = acceptInto(admission, logger, (conn) =>
+    sniffConnection(conn.socket, (proto) => (proto === "h2c" ? h2.attach(conn) : h1.attach(conn))),
+  );
   if (endpoint.kind === "unix") {
     try {
       await prepareSocketPath(endpoint.path);
@@ -89,7 +97,9 @@ export async function startCsiListener(opts: {
     address,
     async close(deadlineMs) {
       server.close();
+      h1.server.close();
       await admission.table.drain(deadlineMs);
+      h1.stop();
       h2.stop();
       if (endpoint.kind === "unix") await removeSocketPath(endpoint.path);
     },

@@ -1,5 +1,7 @@
 // One loopback helper for the edge tests: an in-process edge with real
 // admission counts, real accepted sockets, and raw bytes to a listener.
+import http from "node:http";
+import http2 from "node:http2";
 import net from "node:net";
 import { Admission } from "../../src/transport/admission.js";
 import { DEFAULT_EDGE_LIMITS, type EdgeLimits, type EdgeRejection } from "../../src/transport/edge-limits.js";
@@ -81,4 +83,57 @@ export function loopbackSockets(): { accepted(n: number, remote?: string): Promi
       for (const s of servers.splice(0)) s.close();
     },
   };
+}
+
+export interface Answer {
+  /** "1.1" or "2.0". */
+  httpVersion: string;
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** HTTP/2 trailers (gRPC's status when the answer is not trailers-only). */
+  trailers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+export interface RequestSpec {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: Buffer | string;
+}
+
+/** One HTTP/1.1 request on a fresh connection to "host:port" or a unix socket path (node:http, as curl --unix-socket does). */
+export function h1Request(target: string, spec: RequestSpec): Promise<Answer> {
+  const where = target.startsWith("/") ? { socketPath: target } : hostPort(target);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ ...where, method: spec.method ?? "GET", path: spec.path, headers: spec.headers, agent: false }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ httpVersion: res.httpVersion, status: res.statusCode ?? 0, headers: res.headers, trailers: res.trailers, text }));
+    });
+    req.on("error", reject);
+    req.end(spec.body);
+  });
+}
+
+/** One HTTP/2 (prior knowledge) request on a fresh session to "host:port" or a unix socket path. */
+export function h2Request(target: string, spec: RequestSpec): Promise<Answer> {
+  const session = target.startsWith("/")
+    ? http2.connect("http://localhost", { createConnection: () => dial(target) })
+    : http2.connect(`http://${target}`);
+  return new Promise<Answer>((resolve, reject) => {
+    session.on("error", reject);
+    const req = session.request({ ":method": spec.method ?? "GET", ":path": spec.path, ...spec.headers });
+    let headers: Answer["headers"] = {};
+    let trailers: Answer["trailers"] = {};
+    let text = "";
+    req.setEncoding("utf8");
+    req.on("response", (h) => (headers = h));
+    req.on("trailers", (t) => (trailers = t));
+    req.on("data", (d) => (text += d));
+    req.on("end", () => resolve({ httpVersion: "2.0", status: Number(headers[":status"]), headers, trailers, text }));
+    req.on("error", reject);
+    req.end(spec.body);
+  }).finally(() => session.close());
 }
