@@ -298,11 +298,12 @@ describe("robustness", () => {
     await until("True", () => api.condition("node-a", COND)?.status === "True");
     const from = api.requests.length;
     const t0 = Date.now();
+    // Each state held for 1.5 rounds of the 1 s check interval (its floor), so the checks see every flap.
     for (let i = 0; i < 6; i++) {
       breakNode(node);
-      await new Promise((r) => setTimeout(r, 700));
+      await new Promise((r) => setTimeout(r, 1500));
       healNode(node);
-      await new Promise((r) => setTimeout(r, 700));
+      await new Promise((r) => setTimeout(r, 1500));
     }
     const elapsed = Date.now() - t0;
     // 12 transitions in the storm; the limit allows the burst (5, one of them spent at start) and one per 3 s.
