@@ -124,6 +124,15 @@ describe("flags", () => {
     expect(parseConfig([], { CSI_ENDPOINT: "unix:///csi/csi.sock" }).csiEndpoint.display).toBe("unix:///csi/csi.sock");
   });
 
+  it("every flag's default parses with the flag's own parser (a default cannot be one the flag would refuse)", async () => {
+    const { FLAGS } = await import("../src/cli/flags.js");
+    for (const f of FLAGS as ReadonlyArray<{ name: string; default?: string; parse?: (raw: string, flag: string) => unknown }>) {
+      if (f.default !== undefined && f.parse) expect(() => f.parse!(f.default!, f.name), f.name).not.toThrow();
+    }
+    // And parseConfig with no flags at all is a valid configuration.
+    expect(parseConfig([], {}).checkIntervalMs).toBe(5000);
+  });
+
   it("--help lists every flag and --version prints the package version", async () => {
     const help = await runProbegate(["--help"]);
     expect(help.code).toBe(0);
