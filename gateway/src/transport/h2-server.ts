@@ -96,13 +96,14 @@ export function createH2Server(opts: {
   }
 
   const dispatch: StreamListener = (stream, headers, flags, rawHeaders) => {
-    const entry = admission.admit(headers[":path"], headers[":authority"] ?? headers.host);
+    const authority = headers[":authority"] ?? headers.host;
+    const entry = admission.admit(headers[":path"], authority);
     if (!entry.admitted) {
       stream.on("error", () => {});
       answerStream(stream, headers["content-type"], entry.answer);
       return;
     }
-    headers[":authority"] ??= DEFAULT_AUTHORITY;
+    if (authority === undefined) headers[":authority"] = DEFAULT_AUTHORITY;
     const conn = (stream.session as TrackedSession | undefined)?.[CONN_OF];
     if (conn) table.busy(conn);
     (stream as AdmittedStream)[TICKET] = entry;
