@@ -277,7 +277,7 @@ async function main(): Promise<void> {
     seconds: STEADY_S,
     storm: false,
   });
-  const storm = await measure({ args: [...flags, "--check-interval=200ms", "--node-taint-mode=continuous"], kubeletMs: 300_000, seconds: STORM_S, storm: true });
+  const storm = await measure({ args: [...flags, "--check-interval=1s", "--node-taint-mode=continuous"], kubeletMs: 300_000, seconds: STORM_S, storm: true });
   const perHour = (m: { tally: Tally; seconds: number }, scale: number) => ({
     requests: (m.tally.requests * 3600) / (m.seconds * scale),
     bytes: (m.tally.bytes * 3600) / (m.seconds * scale),

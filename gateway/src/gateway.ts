@@ -14,7 +14,7 @@ import { createFastPath } from "./services/fast-path.js";
 import { createRpcStack } from "./services/router.js";
 import type { Endpoint } from "./transport/endpoint.js";
 import { startCsiListener, startHttpListener, startMetricsListener, type RunningListener } from "./transport/listeners.js";
-import { Admission, type CallClass } from "./transport/admission.js";
+import { Admission } from "./transport/admission.js";
 import { BadClientLog } from "./transport/bad-client-log.js";
 import type { Edge } from "./transport/edge.js";
 import { DEFAULT_EDGE_LIMITS, EDGE_REJECTIONS, type EdgeLimits } from "./transport/edge-limits.js";
@@ -79,7 +79,6 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   const edge: Edge = {
     limits,
     admission: new Admission(limits.maxInflight, limits.maxWatches),
-    classify,
     rejected(reason, detail) {
       cfg.metrics.edgeRejected.inc({ reason });
       badClients.note(reason, detail);
@@ -135,21 +134,4 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     throw err;
   }
   return gw;
-}
-
-const PROBE_CLASS = new Set([
-  "/csi.v1.Identity/Probe",
-  "/grpc.health.v1.Health/Check",
-  "/healthz",
-  "/livez",
-  "/readyz",
-  // Scrapes are coalesced, so they are cheap; seeing the refusals during a flood is the point.
-  "/metrics",
-]);
-
-/** Admission classes: kubelet-style checks (and /metrics) keep a reserve of in-flight slots; Watch streams have their own cap. */
-function classify(path: string): CallClass {
-  if (PROBE_CLASS.has(path)) return "probe";
-  if (path === "/grpc.health.v1.Health/Watch") return "watch";
-  return "other";
 }

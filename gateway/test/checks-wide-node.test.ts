@@ -64,7 +64,7 @@ describe("a plugin that runs into its memory cap, through the gateway", () => {
     const dir = tempDir("pg-memhog-");
     dirs.push(dir);
     fs.writeFileSync(path.join(dir, "memhog.wasm"), await compileHostile("memhog"));
-    const gw = await startGatewayProcess([`--plugins-dir=${dir}`, "--check-interval=200ms", "--plugin-memory=8", "--log-level=info"]);
+    const gw = await startGatewayProcess([`--plugins-dir=${dir}`, "--check-interval=1s", "--plugin-memory=8", "--log-level=info"]);
     running.push(gw);
     const first = await until(gw, (x) => x.text.includes("PluginMemoryLimit"), "memory-limit fault");
     expect(first.status).toBe(503);

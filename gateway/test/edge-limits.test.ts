@@ -5,11 +5,11 @@
 
 import fs from "node:fs";
 import http2 from "node:http2";
-import net from "node:net";
 import zlib from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeCsiDriver } from "./helpers/fake-csi-driver.js";
 import { IMAGE_NODE_FLAGS, ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
+import { dial, raw } from "./helpers/loopback.js";
 
 const PROBE = "/csi.v1.Identity/Probe";
 const CHECK = "/grpc.health.v1.Health/Check";
@@ -108,7 +108,7 @@ function call(
 }
 
 function connect(target: string): http2.ClientHttp2Session {
-  const s = target.startsWith("/") ? http2.connect("http://localhost", { createConnection: () => net.connect(target) }) : http2.connect(`http://${target}`);
+  const s = target.startsWith("/") ? http2.connect("http://localhost", { createConnection: () => dial(target) }) : http2.connect(`http://${target}`);
   s.on("error", () => {});
   return s;
 }
@@ -128,28 +128,6 @@ async function healthy(g: GatewayProcess, baseline: number): Promise<void> {
   expect(g.child.exitCode).toBeNull();
   await probeAnswers(g);
   await until(`descriptors back to ${baseline} (now ${fds(g)})`, () => fds(g) <= baseline);
-}
-
-/** Raw bytes over TCP; resolves with everything the server sent once it closes (or the wait ends). */
-function raw(http: string, chunks: Array<Buffer | string>, waitMs: number): Promise<{ text: string; closed: boolean }> {
-  const [host, port] = [http.slice(0, http.lastIndexOf(":")), Number(http.slice(http.lastIndexOf(":") + 1))];
-  return new Promise((resolve) => {
-    const s = net.connect(port, host);
-    let got = Buffer.alloc(0);
-    let closed = false;
-    s.on("data", (d) => (got = Buffer.concat([got, d])));
-    s.on("error", () => {});
-    s.on("close", () => {
-      closed = true;
-      clearTimeout(timer);
-      resolve({ text: got.toString("latin1"), closed });
-    });
-    for (const c of chunks) s.write(c);
-    const timer = setTimeout(() => {
-      s.destroy();
-      resolve({ text: got.toString("latin1"), closed });
-    }, waitMs);
-  });
 }
 
 const statusLines = (text: string) => [...text.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
@@ -274,7 +252,7 @@ describe("edge limits under attack (image heap caps)", () => {
     expect(codes.filter((c) => c === 200).length).toBeGreaterThanOrEqual(17);
     expect(codes.every((c) => c === 200 || c === 503)).toBe(true);
     // Over the cap, each new connection closes the one idle the longest (all of these are idle).
-    const many = Array.from({ length: 100 }, () => net.connect(Number(g.http.split(":")[1]), "127.0.0.1").on("error", () => {}).resume());
+    const many = Array.from({ length: 100 }, () => dial(g.http).resume());
     await until("connections over the cap closed by the server", () => many.filter((m) => m.destroyed || m.readableEnded).length >= 36);
     for (const m of many) m.destroy();
     await until("evictions counted", async () => ((await metric(g, "evicted").catch(() => 0)) >= 36));
@@ -293,7 +271,7 @@ describe("edge limits under attack (image heap caps)", () => {
     ];
     const sockets = [g.http, g.socket].flatMap((target) =>
       Array.from({ length: 15 }, (_, i) => {
-        const s = target.startsWith("/") ? net.connect(target) : net.connect(Number(target.split(":")[1]), "127.0.0.1");
+        const s = dial(target);
         s.on("error", () => {});
         s.resume();
         s.write(Buffer.concat([preface, settings, bad[i % bad.length]]));
@@ -301,7 +279,7 @@ describe("edge limits under attack (image heap caps)", () => {
       }),
     );
     // Plus connections that send the preface and then nothing.
-    const idle = Array.from({ length: 10 }, () => net.connect(Number(g.http.split(":")[1]), "127.0.0.1").on("error", () => {}));
+    const idle = Array.from({ length: 10 }, () => dial(g.http));
     for (const s of idle) s.resume().end(Buffer.concat([preface, settings]));
     // And a well-behaved client that made a call and went quiet: GOAWAY, then closed.
     const quiet = connect(g.socket);

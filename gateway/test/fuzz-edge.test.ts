@@ -2,11 +2,11 @@
 // per kind, against a real gateway process on its TCP port and CSI socket.
 // The long version runs inside `npm run soak` (bench/soak/).
 import fs from "node:fs";
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EdgeFuzzer, type FuzzKind } from "../../bench/soak/fuzz-edge.js";
 import { parseH1Response } from "../../bench/soak/h1-wire.js";
 import { startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
+import { dial, hostPort } from "./helpers/loopback.js";
 
 const SEED = 1414;
 
@@ -29,8 +29,7 @@ afterAll(async () => {
 });
 
 function target() {
-  const [host, port] = [gw.http.slice(0, gw.http.lastIndexOf(":")), Number(gw.http.slice(gw.http.lastIndexOf(":") + 1))];
-  return { host, port, socket: gw.socket };
+  return { ...hostPort(gw.http), socket: gw.socket };
 }
 
 async function fuzz(kinds: FuzzKind[], cases = 0) {
@@ -91,8 +90,7 @@ describe("network edge fuzz (fixed seed)", () => {
       Buffer.from([0, 0]),
       Buffer.from("\r\n0\r\n\r\n", "latin1"),
     ]);
-    const { host, port } = target();
-    const sock = net.connect({ host, port });
+    const sock = dial(gw.http);
     let data = Buffer.alloc(0);
     const parsed = await new Promise<ReturnType<typeof parseH1Response>>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no answer: ${data.toString("latin1")}`)), 10_000);

@@ -24,6 +24,7 @@ import * as reflV1alpha from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { FakeCsiDriver, rawCall, unixClient } from "./helpers/fake-csi-driver.js";
 import { runProbegate, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { grpcJsClient } from "./helpers/grpc-js-client.js";
+import { hostPort as hostPortOf } from "./helpers/loopback.js";
 
 const gateways: GatewayProcess[] = [];
 const drivers: FakeCsiDriver[] = [];
@@ -137,7 +138,7 @@ function grpcWebStatus(res: { headers: Headers }, body: Buffer): string | undefi
 
 /** One HTTP/1.1 request on a fresh connection, so odd paths reach the server as written. */
 function h1Post(hostPort: string, rawPath: string, headers: Record<string, string>, body: Buffer | string): Promise<{ status: number; text: string }> {
-  const [host, port] = [hostPort.slice(0, hostPort.lastIndexOf(":")), Number(hostPort.slice(hostPort.lastIndexOf(":") + 1))];
+  const { host, port } = hostPortOf(hostPort);
   return new Promise((resolve, reject) => {
     const req = http.request({ host, port, path: rawPath, method: "POST", headers, agent: false }, (res) => {
       let text = "";

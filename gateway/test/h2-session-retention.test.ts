@@ -12,12 +12,10 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { afterAll, describe, expect, it } from "vitest";
 import { createLogger } from "../src/observability/logger.js";
-import { Admission } from "../src/transport/admission.js";
-import { ConnectionTable } from "../src/transport/connection-table.js";
-import { DEFAULT_EDGE_LIMITS } from "../src/transport/edge-limits.js";
-import type { Edge } from "../src/transport/edge.js";
 import { createH2Server } from "../src/transport/h2-server.js";
+import { ListenerAdmission } from "../src/transport/listener-admission.js";
 import type { StreamRoute } from "../src/transport/stream-route.js";
+import { dial, testEdge } from "./helpers/loopback.js";
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc") as () => void;
@@ -34,7 +32,7 @@ const answer: StreamRoute = (stream) => {
 
 function probeOnce(socketPath: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const client = http2.connect("http://localhost", { createConnection: () => net.connect(socketPath) });
+    const client = http2.connect("http://localhost", { createConnection: () => dial(socketPath) });
     client.on("error", reject);
     const req = client.request({ ":method": "POST", ":path": "/csi.v1.Identity/Probe", "content-type": "application/grpc" });
     req.on("error", reject);
@@ -49,24 +47,17 @@ function probeOnce(socketPath: string): Promise<void> {
 
 describe("HTTP/2 sessions of closed connections", () => {
   it("are not kept alive by the idle timeout once their client has gone", async () => {
-    const edge: Edge = {
-      limits: DEFAULT_EDGE_LIMITS,
-      admission: new Admission(DEFAULT_EDGE_LIMITS.maxInflight, DEFAULT_EDGE_LIMITS.maxWatches),
-      classify: () => "probe",
-      rejected: () => {},
-    };
-    const table = new ConnectionTable(DEFAULT_EDGE_LIMITS, edge, "unix");
+    const admission = new ListenerAdmission(testEdge().edge, "unix");
     const { server: h2server, attach, stop } = createH2Server({
       ctx: { listener: "unix", surface: "csi" },
       routes: [answer],
       handler: () => {},
       logger: createLogger("silent"),
-      edge,
-      table,
+      admission,
     });
     // As the CSI listener accepts: into the connection table, then to the HTTP/2 server.
     const server = net.createServer((socket) => {
-      const conn = table.accept(socket);
+      const conn = admission.accept(socket);
       if (conn) attach(conn);
     });
     const refs: WeakRef<http2.ServerHttp2Session>[] = [];
@@ -91,7 +82,7 @@ describe("HTTP/2 sessions of closed connections", () => {
       expect(alive).toBeLessThanOrEqual(2);
     } finally {
       stop();
-      table.stop();
+      admission.stop();
       await new Promise((r) => server.close(r));
     }
   }, 60_000);

@@ -72,7 +72,7 @@ async function gateway(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ g
       `--plugins-dir=${path.join(ROOT, "dist", "plugins")}`,
       `--path.procfs=${node.procfs}`,
       `--path.sysfs=${node.sysfs}`,
-      "--check-interval=200ms",
+      "--check-interval=1s",
       "--plugin-timeout=5s",
       "--node-name=node-a",
       `--node-condition=${COND}`,
@@ -130,6 +130,22 @@ describe("TLS and credentials", () => {
     expect(api.requests).toEqual([]);
     expect(api.tlsErrors.length).toBeGreaterThan(0);
     expect(api.condition("node-a", COND)).toBeUndefined();
+  }, 60_000);
+
+  // Issue 31 item 5: OpenSSL's raw text ("unable to verify the first certificate") becomes a sentence naming the server and what to check.
+  it.each([
+    ["a CA that did not sign the server", () => `certificate-authority: ${pki.otherCA.certFile}`,
+      (url: string) => `the API server at ${url} presented a certificate that the CA probegate trusts (the kubeconfig's certificate-authority, or the service account's ca.crt in a pod) did not sign: check that it is this cluster's CA (UNABLE_TO_VERIFY_LEAF_SIGNATURE)`],
+    ["a certificate that does not name the server", () => `certificate-authority: ${pki.ca.certFile}, tls-server-name: api.elsewhere.example`,
+      (url: string) => `the certificate of the API server at ${url} does not name api.elsewhere.example: use a server address it was issued for in the kubeconfig, or set tls-server-name to one of its names (ERR_TLS_CERT_ALTNAME_INVALID)`],
+  ])("TLS failure, %s: logged as a sentence naming the server", async (_what, cluster, sentence) => {
+    const api = await fakeApi({ tokens: { "token-a": "node-a" } });
+    const dir = tempDir("probegate-kube-tlsmsg-");
+    const kc = kubeconfig(dir, `server: "${api.url}", ${cluster()}`, 'token: "token-a"');
+    const { gw } = await gateway([`--kubeconfig=${kc}`]);
+    const failure = await until("the failure logged", () => gw.logs().find((l) => l.msg === "Kubernetes API request failed; retrying"));
+    expect(failure.error).toBe(sentence(api.url));
+    expect(api.requests).toEqual([]);
   }, 60_000);
 
   it("client certificates: the server requires and verifies them (cert from a file, key as data)", async () => {

@@ -79,7 +79,7 @@ async function setup(
       ...(flags.some((f) => f.startsWith("--plugins-dir")) ? [] : [PLUGINS]),
       `--path.procfs=${node.procfs}`,
       `--path.sysfs=${node.sysfs}`,
-      "--check-interval=200ms",
+      "--check-interval=1s",
       // A loaded CI machine must not make a plugin time out and flip the verdict behind a test's back.
       "--plugin-timeout=5s",
       `--driver-name=${DRIVER}`,
@@ -186,7 +186,7 @@ describe("node condition and continuous taint", () => {
     const node2 = fakeLnet({ base: "healthy" });
     cleanups.push(() => removeNode(node2));
     const gw2 = await startGatewayProcess(
-      [PLUGINS, `--path.procfs=${node2.procfs}`, `--path.sysfs=${node2.sysfs}`, "--check-interval=200ms", `--kubeconfig=${path.join(dir, "kc")}`, "--node-name=node-a", "--node-condition", COND],
+      [PLUGINS, `--path.procfs=${node2.procfs}`, `--path.sysfs=${node2.sysfs}`, "--check-interval=1s", `--kubeconfig=${path.join(dir, "kc")}`, "--node-name=node-a", "--node-condition", COND],
       { env: node2.env },
     );
     cleanups.push(async () => void (await gw2.stop()));
@@ -298,11 +298,12 @@ describe("robustness", () => {
     await until("True", () => api.condition("node-a", COND)?.status === "True");
     const from = api.requests.length;
     const t0 = Date.now();
+    // Each state held for 1.5 rounds of the 1 s check interval (its floor), so the checks see every flap.
     for (let i = 0; i < 6; i++) {
       breakNode(node);
-      await new Promise((r) => setTimeout(r, 700));
+      await new Promise((r) => setTimeout(r, 1500));
       healNode(node);
-      await new Promise((r) => setTimeout(r, 700));
+      await new Promise((r) => setTimeout(r, 1500));
     }
     const elapsed = Date.now() - t0;
     // 12 transitions in the storm; the limit allows the burst (5, one of them spent at start) and one per 3 s.

@@ -5,6 +5,7 @@ import http from "node:http";
 import net from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../src/cli/config.js";
 import { runProbegate, startGatewayProcess, tempDir } from "./helpers/gateway-process.js";
 
 describe("the CSI unix socket", () => {
@@ -94,10 +95,42 @@ describe("flags", () => {
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
   });
 
-  it("rejects a bad AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT value", async () => {
-    const r = await runProbegate([], { AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: "maybe" });
+  // Issue 31 item 5: what a demanding user expects of the flags.
+  it.each([
+    [["--check-interval=0s"], /^probegate: --check-interval: must be at least 1s \(each round runs every check and its commands\), got "0s"\n$/],
+    [["--check-interval=500ms"], /^probegate: --check-interval: must be at least 1s .*got "500ms"\n$/],
+    [["--help=yes"], /^probegate: --help is a switch and takes no value: give --help alone, or leave it out\n$/],
+    [["--readyz-detail-remote=true"], /^probegate: --readyz-detail-remote is a switch and takes no value/],
+    [["--mode"], /^probegate: --mode needs a value\n$/],
+    [["--csi-endpoint=/var/lib/kubelet/plugins/x/csi.sock"], /^probegate: --csi-endpoint: "\/var\/lib\/kubelet\/plugins\/x\/csi.sock" has no scheme; a unix socket is written unix:\/\/\/var\/lib\/kubelet\/plugins\/x\/csi.sock\n$/],
+    [["--upstream=/csi/csi.sock"], /^probegate: --upstream: "\/csi\/csi.sock" has no scheme; a unix socket is written unix:\/\/\/csi\/csi.sock\n$/],
+    [["--node-name=node-a"], /^probegate: --node-name: nothing to report: node reporting needs --node-condition and\/or --node-taint/],
+    [["--kubeconfig=/etc/kubernetes/kubelet.conf"], /^probegate: --kubeconfig: nothing to report: node reporting needs --node-condition and\/or --node-taint/],
+  ])("%j → one line saying what to do, exit 2", async (args, message) => {
+    const r = await runProbegate(args as string[]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: expected yes or no/);
+    expect(r.stderr).toMatch(message as RegExp);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("NODE_NAME and KUBECONFIG in the environment alone are no request to report (nothing is refused)", () => {
+    const cfg = parseConfig([], { NODE_NAME: "node-a", KUBECONFIG: "/root/.kube/config" });
+    expect(cfg.kube).toBeUndefined();
+  });
+
+  it("reads no driver's environment: AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT is the azurelustre component's business (it passes --mode)", () => {
+    expect(parseConfig([], { AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: "no" }).mode).toBe("node");
+    expect(parseConfig([], { AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: "maybe" }).mode).toBe("node");
+    expect(parseConfig([], { CSI_ENDPOINT: "unix:///csi/csi.sock" }).csiEndpoint.display).toBe("unix:///csi/csi.sock");
+  });
+
+  it("every flag's default parses with the flag's own parser (a default cannot be one the flag would refuse)", async () => {
+    const { FLAGS } = await import("../src/cli/flags.js");
+    for (const f of FLAGS as ReadonlyArray<{ name: string; default?: string; parse?: (raw: string, flag: string) => unknown }>) {
+      if (f.default !== undefined && f.parse) expect(() => f.parse!(f.default!, f.name), f.name).not.toThrow();
+    }
+    // And parseConfig with no flags at all is a valid configuration.
+    expect(parseConfig([], {}).checkIntervalMs).toBe(5000);
   });
 
   it("--help lists every flag and --version prints the package version", async () => {
@@ -111,16 +144,6 @@ describe("flags", () => {
     expect(version.stdout.trim()).toBe(`probegate ${pkg.version}`);
   });
 
-  it("takes the mode from AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT and CSI_ENDPOINT from the environment", async () => {
-    const socket = path.join(tempDir(), "env.sock");
-    const gw = await startGatewayProcess([], {
-      env: { AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: "no" },
-      socket,
-    });
-    const start = gw.logs().find((l) => l.msg === "probegate started")!;
-    expect(start.mode).toBe("controller");
-    await gw.stop();
-  });
 });
 
 describe("listen errors", () => {

@@ -8,11 +8,10 @@ import type { Condition, HealthSnapshot, ReadinessProvider } from "../src/engine
 import { createHttpApp } from "../src/http/app.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { ConnectionTable } from "../src/transport/connection-table.js";
-import { DEFAULT_EDGE_LIMITS, type EdgeLimits, type EdgeRejection } from "../src/transport/edge-limits.js";
-import { Admission } from "../src/transport/admission.js";
-import type { Edge } from "../src/transport/edge.js";
+import type { EdgeLimits } from "../src/transport/edge-limits.js";
 import { FRAME, PREFACE, ackPings, frame } from "../../bench/soak/h2-wire.js";
 import { IMAGE_NODE_FLAGS, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
+import { dial, loopbackSockets, testEdge } from "./helpers/loopback.js";
 
 describe("the listeners of a gateway started with --metrics-endpoint", () => {
   let gp: GatewayProcess;
@@ -38,7 +37,7 @@ describe("the listeners of a gateway started with --metrics-endpoint", () => {
   });
 
   it("asks an idle HTTP/2 connection that sent frames for one PING ACK, not one per sweep, and keeps it while it answers", async () => {
-    const s = net.connect(Number(gp.http.split(":").pop()), "127.0.0.1").on("error", () => {});
+    const s = dial(gp.http);
     let pings = 0;
     ackPings(s, () => pings++);
     s.write(Buffer.concat([PREFACE, frame(FRAME.SETTINGS, 0, 0, Buffer.alloc(0))]));
@@ -115,39 +114,13 @@ describe("health detail", () => {
 });
 
 describe("connection table", () => {
-  const servers: net.Server[] = [];
-  const sockets: net.Socket[] = [];
-  afterEach(() => {
-    for (const s of sockets.splice(0)) s.destroy();
-    for (const s of servers.splice(0)) s.close();
-  });
-
-  /** n real accepted sockets, as the given remote address (undefined: as they are, loopback). */
-  async function accepted(n: number, remote?: string): Promise<net.Socket[]> {
-    const got: net.Socket[] = [];
-    const server = net.createServer((s) => got.push(s));
-    servers.push(server);
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const port = (server.address() as net.AddressInfo).port;
-    for (let i = 0; i < n; i++) sockets.push(net.connect(port, "127.0.0.1").on("error", () => {}));
-    while (got.length < n) await new Promise((r) => setTimeout(r, 10));
-    for (const s of got) {
-      sockets.push(s);
-      if (remote) Object.defineProperty(s, "remoteAddress", { value: remote });
-    }
-    return got;
-  }
+  const loopback = loopbackSockets();
+  afterEach(() => loopback.close());
+  const accepted = loopback.accepted;
 
   function table(limits: Partial<EdgeLimits>) {
-    const counts = new Map<EdgeRejection, number>();
-    const l = { ...DEFAULT_EDGE_LIMITS, ...limits };
-    const edge: Edge = {
-      limits: l,
-      admission: new Admission(l.maxInflight, l.maxWatches),
-      classify: () => "other",
-      rejected: (reason) => counts.set(reason, (counts.get(reason) ?? 0) + 1),
-    };
-    return { t: new ConnectionTable(l, edge, "tcp"), counts };
+    const { edge, counts } = testEdge(limits);
+    return { t: new ConnectionTable(edge.limits, edge, "tcp"), counts };
   }
 
   it("when full, closes the connection idle the longest; refuses only when every one is busy", async () => {
@@ -220,7 +193,7 @@ describe("connections that send nothing", () => {
   it("are closed at the header timeout without an answer (the protocol is unknown) and counted as header_timeout", async () => {
     const before = await headerTimeouts();
     const got: Buffer[] = [];
-    const s = net.connect(port(), "127.0.0.1").on("data", (d) => got.push(d)).on("error", () => {});
+    const s = dial(gp.http).on("data", (d) => got.push(d));
     const t0 = Date.now();
     await new Promise((r) => s.once("close", r));
     expect(Date.now() - t0).toBeLessThan(5_000);
@@ -229,8 +202,8 @@ describe("connections that send nothing", () => {
   });
 
   it("are closed at once when the peer half-closes, on the port and the socket", async () => {
-    for (const dial of [() => net.connect(port(), "127.0.0.1"), () => net.connect(gp.socket)]) {
-      const s = dial().on("error", () => {});
+    for (const target of [gp.http, gp.socket]) {
+      const s = dial(target);
       s.resume();
       await new Promise((r) => s.once("connect", r));
       const t0 = Date.now();

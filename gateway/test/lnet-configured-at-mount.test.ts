@@ -61,7 +61,7 @@ async function gatewayOn(spec: FakeLnetSpec, env?: (node: FakeLnet) => NodeJS.Pr
       `--path.sysfs=${node.sysfs}`,
       `--path.modules=${node.modules}`,
       `--path.modprobe=${node.modprobe}`,
-      "--check-interval=500ms",
+      "--check-interval=1s",
       `--plugins-dir=${BUNDLED}`,
       `--plugins-dir=${mountConfigDir()}`,
     ],

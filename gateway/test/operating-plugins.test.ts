@@ -31,7 +31,7 @@ async function gatewayOn(spec: FakeLnetSpec, args: string[]) {
   const node = fakeLnet(spec);
   nodes.push(node);
   const gw = await startGatewayProcess(
-    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=300ms", "--log-level=info", ...args],
+    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", "--log-level=info", ...args],
     { env: node.env },
   );
   running.push(gw);

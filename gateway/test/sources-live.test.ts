@@ -42,7 +42,7 @@ async function start(sourcesYaml: string) {
   const file = path.join(tempDir("probegate-src-"), "sources.yaml");
   fs.writeFileSync(file, sourcesYaml);
   const gw = await startGatewayProcess(
-    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, `--plugins-dir=${plugins}`, `--sources=${file}`, "--check-interval=300ms", "--log-level=info"],
+    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, `--plugins-dir=${plugins}`, `--sources=${file}`, "--check-interval=1s", "--log-level=info"],
     { env: node.env },
   );
   running.push(gw);

@@ -1,21 +1,18 @@
 import { parseArgs } from "node:util";
 import path from "node:path";
 import type { LevelWithSilent } from "pino";
-import { LOG_LEVELS } from "../observability/logger.js";
-import { CAPABILITY_NAMES, driverNameProblem } from "../services/identity.js";
-import { isLoopback, parseEndpoint, type Endpoint } from "../transport/endpoint.js";
-import { DEFAULT_EDGE_LIMITS, type EdgeLimits } from "../transport/edge-limits.js";
-import { parseDuration } from "../engine/sources/index.js";
-import { parseArgsOptions } from "./flags.js";
+import { isLoopback, type Endpoint } from "../transport/endpoint.js";
+import type { EdgeLimits } from "../transport/edge-limits.js";
+import { DEFAULT_HTTP_ENDPOINT, flagSpec, FlagValues, parseArgsOptions } from "./flags.js";
+import { UsageError } from "./flag-types.js";
+import { GATE_NAMES, type GateName } from "../upstream/methods.js";
 import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
 
-/** A bad command line: printed as one line, exit code 2. */
-export class UsageError extends Error {}
+export { UsageError };
 
 export type Mode = "node" | "controller";
-export type GateName = "node-stage" | "node-publish";
+export type { GateName };
 export type ProbeReady = "upstream" | "startup" | "readiness";
-const PROBE_READY: readonly ProbeReady[] = ["upstream", "startup", "readiness"];
 
 export interface Config {
   help: boolean;
@@ -59,64 +56,21 @@ export interface Config {
   kube?: KubeReportingSpec;
 }
 
-const GATES: readonly GateName[] = ["node-stage", "node-publish"];
+const GATES = GATE_NAMES;
 
-function duration(flag: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms === null) throw new UsageError(`--${flag}: invalid duration "${value}" (use e.g. 500ms, 5s, 1m)`);
-  return ms;
-}
-
-function positiveInt(flag: string, value: string, max: number): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) {
-    throw new UsageError(`--${flag}: expected a whole number from 1 to ${max}, got "${value}"`);
-  }
-  return Number(value);
-}
-
-function endpoint(flag: string, value: string): Endpoint {
-  try {
-    return parseEndpoint(value);
-  } catch (err) {
-    throw new UsageError(`--${flag}: ${(err as Error).message}`);
-  }
-}
-
-function modeFromEnv(env: NodeJS.ProcessEnv): Mode | undefined {
-  const v = env.AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT;
-  if (v === undefined || v === "") return undefined;
-  if (v === "yes") return "node";
-  if (v === "no") return "controller";
-  throw new UsageError(`AZURELUSTRE_CSI_INSTALL_LUSTRE_CLIENT: expected yes or no, got "${v}"`);
-}
-
-function positiveDuration(flag: string, value: string): number {
-  const ms = duration(flag, value);
-  if (ms <= 0) throw new UsageError(`--${flag}: must be longer than 0`);
-  // Node timers hold at most 2^31-1 ms.
-  if (ms > 2_147_483_647) throw new UsageError(`--${flag}: must be at most 24 days`);
-  return ms;
-}
-
-function edgeLimits(str: (k: string) => string | undefined): EdgeLimits {
-  const d = DEFAULT_EDGE_LIMITS;
-  const int = (flag: string, def: number, max: number) => positiveInt(flag, str(flag) ?? String(def), max);
-  const dur = (flag: string, defMs: number) => {
-    const raw = str(flag);
-    return raw === undefined ? defMs : positiveDuration(flag, raw);
-  };
+function edgeLimits(flags: FlagValues): EdgeLimits {
   const limits: EdgeLimits = {
-    maxConnections: int("max-connections", d.maxConnections, 1_000_000),
-    maxConnectionsPerAddress: int("max-connections-per-address", d.maxConnectionsPerAddress, 1_000_000),
-    maxStreamsPerConnection: int("max-streams-per-connection", d.maxStreamsPerConnection, 2 ** 31 - 1),
-    maxInflight: int("max-inflight", d.maxInflight, 1_000_000),
-    maxWatches: int("max-watches", d.maxWatches, 1_000_000),
-    headerTimeoutMs: dur("header-timeout", d.headerTimeoutMs),
-    requestTimeoutMs: dur("request-timeout", d.requestTimeoutMs),
-    idleTimeoutMs: dur("idle-timeout", d.idleTimeoutMs),
+    maxConnections: flags.get("max-connections"),
+    maxConnectionsPerAddress: flags.get("max-connections-per-address"),
+    maxStreamsPerConnection: flags.get("max-streams-per-connection"),
+    maxInflight: flags.get("max-inflight"),
+    maxWatches: flags.get("max-watches"),
+    headerTimeoutMs: flags.get("header-timeout"),
+    requestTimeoutMs: flags.get("request-timeout"),
+    idleTimeoutMs: flags.get("idle-timeout"),
   };
   // The default share is a quarter-ish of the default table; with a smaller table it is all of it.
-  if (str("max-connections-per-address") === undefined) limits.maxConnectionsPerAddress = Math.min(limits.maxConnectionsPerAddress, limits.maxConnections);
+  if (!flags.given("max-connections-per-address")) limits.maxConnectionsPerAddress = Math.min(limits.maxConnectionsPerAddress, limits.maxConnections);
   else if (limits.maxConnectionsPerAddress > limits.maxConnections) {
     throw new UsageError(`--max-connections-per-address: ${limits.maxConnectionsPerAddress} is more than --max-connections ${limits.maxConnections}`);
   }
@@ -136,78 +90,57 @@ function pluginsDirs(dirs: string[]): string[] {
   return dirs;
 }
 
-function quarantineBackoff(first: string, max: string): { quarantineBackoffMs: number; quarantineBackoffMaxMs: number } {
-  const a = duration("quarantine-backoff", first);
-  const b = duration("quarantine-backoff-max", max);
-  if (a < 100) throw new UsageError(`--quarantine-backoff: must be at least 100ms, got "${first}"`);
-  if (b < a) throw new UsageError(`--quarantine-backoff-max: must not be shorter than --quarantine-backoff (${first}), got "${max}"`);
+function quarantineBackoff(flags: FlagValues): { quarantineBackoffMs: number; quarantineBackoffMaxMs: number } {
+  const a = flags.get("quarantine-backoff");
+  const b = flags.get("quarantine-backoff-max");
+  if (b < a) {
+    throw new UsageError(`--quarantine-backoff-max: must not be shorter than --quarantine-backoff (${flags.raw("quarantine-backoff") ?? flagSpec("quarantine-backoff")!.default}), got "${flags.raw("quarantine-backoff-max")}"`);
+  }
   return { quarantineBackoffMs: a, quarantineBackoffMaxMs: b };
+}
+
+/**
+ * parseArgs' own refusals, reworded to name the flag the way --help writes it:
+ * a switch given a value (`--help=yes`) takes none; a flag without its value needs one.
+ */
+function argvError(err: unknown): UsageError {
+  const e = err as { code?: string; message: string };
+  const quoted = /'([^']*)'/.exec(e.message)?.[1] ?? "";
+  const long = /--([A-Za-z0-9][A-Za-z0-9.-]*)/.exec(quoted)?.[1];
+  if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return new UsageError(`unknown flag ${quoted} (see --help)`);
+  if (e.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+    const spec = long ? flagSpec(long) : undefined;
+    if (spec?.type === "boolean") return new UsageError(`--${spec.name} is a switch and takes no value: give --${spec.name} alone, or leave it out`);
+    return new UsageError(`--${long ?? quoted} needs a value`);
+  }
+  if (e.code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") return new UsageError(`unexpected argument "${quoted}" (see --help)`);
+  return new UsageError(e.message);
 }
 
 /** Turns argv and the environment into a validated Config, or throws UsageError. */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | boolean | string[] | undefined>;
   try {
-    const parsed = parseArgs({ args: argv, options: parseArgsOptions(), strict: true, allowPositionals: false });
-    values = parsed.values as Record<string, string | boolean | undefined>;
+    values = parseArgs({ args: argv, options: parseArgsOptions(), strict: true, allowPositionals: false }).values as typeof values;
   } catch (err) {
-    const e = err as { code?: string; message: string };
-    const flag = /'(-[^' ]*)/.exec(e.message)?.[1];
-    if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`unknown flag ${flag ?? ""} (see --help)`);
-    if (e.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new UsageError(`flag ${flag ?? ""} needs a value`.replace(/ +/, " "));
-    if (e.code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
-      const arg = /'([^']*)'/.exec(e.message)?.[1];
-      throw new UsageError(`unexpected argument "${arg}" (see --help)`);
-    }
-    throw new UsageError(e.message);
+    throw argvError(err);
   }
-  const str = (k: string) => (typeof values[k] === "string" ? (values[k] as string) : undefined);
-  const list = (k: string): string[] => {
-    const v = values[k] as unknown;
-    return Array.isArray(v) ? (v as string[]) : typeof v === "string" ? [v] : [];
-  };
+  const flags = new FlagValues(values, env);
 
-  const modeRaw = str("mode");
-  let mode: Mode;
-  if (modeRaw !== undefined) {
-    if (modeRaw !== "node" && modeRaw !== "controller") throw new UsageError(`--mode: expected node or controller, got "${modeRaw}"`);
-    mode = modeRaw;
-  } else mode = modeFromEnv(env) ?? "node";
-
-  const csiRaw = str("csi-endpoint") ?? (env.CSI_ENDPOINT || "unix:///tmp/csi.sock");
-  const csiEndpoint = endpoint("csi-endpoint", csiRaw);
-
-  const httpRaw = str("http-endpoint") ?? (mode === "node" ? "0.0.0.0:29763" : "0.0.0.0:29762");
-  const httpEndpoint = httpRaw === "off" ? undefined : endpoint("http-endpoint", httpRaw);
-  if (httpEndpoint && httpEndpoint.kind !== "tcp") throw new UsageError(`--http-endpoint: must be HOST:PORT (TCP), got "${httpRaw}"`);
-  const metricsRaw = str("metrics-endpoint");
-  const metricsEndpoint = metricsRaw === undefined ? undefined : endpoint("metrics-endpoint", metricsRaw);
-  if (metricsEndpoint && metricsEndpoint.kind !== "tcp") throw new UsageError(`--metrics-endpoint: must be HOST:PORT (TCP), got "${metricsRaw}"`);
-  if (metricsEndpoint && httpEndpoint && metricsEndpoint.port !== 0 && metricsEndpoint.port === httpEndpoint.port) {
+  const mode: Mode = flags.get("mode");
+  const csiEndpoint = flags.get("csi-endpoint");
+  const httpEndpoint = flags.given("http-endpoint") ? flags.optional("http-endpoint") : flags.parse("http-endpoint", DEFAULT_HTTP_ENDPOINT[mode]);
+  const metricsEndpoint = flags.optional("metrics-endpoint");
+  if (metricsEndpoint?.kind === "tcp" && httpEndpoint?.kind === "tcp" && metricsEndpoint.port !== 0 && metricsEndpoint.port === httpEndpoint.port) {
     throw new UsageError(`--metrics-endpoint: port ${metricsEndpoint.port} is --http-endpoint's too`);
   }
 
-  const driverName = str("driver-name") ?? "probegate.csi.io";
-  const nameProblem = driverNameProblem(driverName);
-  if (nameProblem) throw new UsageError(`--driver-name: "${driverName}" ${nameProblem}`);
-  const driverVersion = str("driver-version");
-  if (driverVersion === "") throw new UsageError("--driver-version: must not be empty");
+  const driverName = flags.get("driver-name");
+  const driverVersion = flags.optional("driver-version");
+  const capabilities = flags.get("capabilities");
+  const logLevel = flags.get("log-level");
 
-  const capabilities = (str("capabilities") ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "" && s !== "none");
-  for (const c of capabilities) {
-    if (!(c in CAPABILITY_NAMES)) {
-      throw new UsageError(`--capabilities: unknown capability "${c}" (known: ${Object.keys(CAPABILITY_NAMES).join(", ")})`);
-    }
-  }
-
-  const logLevel = (str("log-level") ?? "info") as LevelWithSilent;
-  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level: expected one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
-
-  const upstreamRaw = str("upstream");
-  const upstream = upstreamRaw !== undefined ? endpoint("upstream", upstreamRaw) : undefined;
+  const upstream = flags.optional("upstream");
   if (upstream && csiEndpoint.kind === "tcp" && !isLoopback(csiEndpoint)) {
     throw new UsageError(
       `--csi-endpoint: ${csiEndpoint.display} is not a loopback address, and with --upstream it carries the mount API ` +
@@ -215,7 +148,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
         `use a unix socket (unix:///csi/csi.sock) or a loopback address (tcp://127.0.0.1:PORT)`,
     );
   }
-  const gateRaw = str("gate") ?? (upstream ? GATES.join(",") : "none");
+  const gateRaw = flags.raw("gate") ?? (upstream ? GATES.join(",") : "none");
   const gate = new Set<GateName>();
   for (const g of gateRaw.split(",").map((s) => s.trim()).filter((s) => s && s !== "none")) {
     if (!GATES.includes(g as GateName)) throw new UsageError(`--gate: unknown call "${g}" (known: ${GATES.join(", ")}, none)`);
@@ -223,11 +156,11 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
   }
   if (gate.size > 0 && !upstream) throw new UsageError("--gate: needs --upstream (gating applies to forwarded calls)");
 
-  const prefixRaw = str("command-prefix");
+  const prefixRaw = flags.optional("command-prefix");
   const commandPrefix = prefixRaw === undefined ? undefined : prefixRaw.split(/\s+/).filter(Boolean);
   if (commandPrefix && commandPrefix.length === 0) throw new UsageError("--command-prefix: must name a program");
 
-  const execInProcess = str("exec-in-process");
+  const execInProcess = flags.optional("exec-in-process");
   if (execInProcess !== undefined) {
     // A process's executable name: no path, nothing a shell or /proc lookup could misread.
     if (!/^[^/\0\s]{1,255}$/.test(execInProcess)) {
@@ -236,49 +169,45 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     if (commandPrefix) throw new UsageError("--exec-in-process and --command-prefix cannot be combined (each decides where commands run)");
   }
 
-  const requireChecks = [...new Set((str("require-checks") ?? "").split(",").map((s) => s.trim()).filter(Boolean))];
+  const requireChecks = [...new Set((flags.optional("require-checks") ?? "").split(",").map((s) => s.trim()).filter(Boolean))];
   for (const n of requireChecks) {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(n)) throw new UsageError(`--require-checks: invalid check name "${n}"`);
   }
 
-  const probeReadyRaw = str("probe-ready") ?? (upstream ? "upstream" : "readiness");
-  if (!PROBE_READY.includes(probeReadyRaw as ProbeReady)) {
-    throw new UsageError(`--probe-ready: expected ${PROBE_READY.join(", ")}, got "${probeReadyRaw}"`);
-  }
-  if (probeReadyRaw === "upstream" && !upstream) throw new UsageError("--probe-ready=upstream: needs --upstream (it follows the upstream driver's Probe)");
-  const probeReady = probeReadyRaw as ProbeReady;
+  const probeReady: ProbeReady = flags.optional("probe-ready") ?? (upstream ? "upstream" : "readiness");
+  if (probeReady === "upstream" && !upstream) throw new UsageError("--probe-ready=upstream: needs --upstream (it follows the upstream driver's Probe)");
 
-  const demo = str("demo") ?? "off";
+  const demo = flags.get("demo");
   if (demo !== "off" && demo !== "auto" && !/^[a-z0-9-]+$/.test(demo)) throw new UsageError(`--demo: invalid scenario "${demo}"`);
 
-  const kube = kubeSpec(values, str, env, mode);
+  const kube = kubeSpec(flags, env, mode);
 
   return {
     kube,
-    help: values.help === true,
-    version: values.version === true,
+    help: flags.on("help"),
+    version: flags.on("version"),
     mode,
     csiEndpoint,
     httpEndpoint,
     metricsEndpoint,
-    healthDetailRemote: values["readyz-detail-remote"] === true,
+    healthDetailRemote: flags.on("readyz-detail-remote"),
     driverName,
     driverVersion,
     capabilities,
-    maxRequestBytes: positiveInt("max-request-bytes", str("max-request-bytes") ?? "4194304", 64 * 1024 * 1024),
-    limits: edgeLimits(str),
-    shutdownTimeoutMs: duration("shutdown-timeout", str("shutdown-timeout") ?? "5s"),
-    pluginsDirs: pluginsDirs(list("plugins-dir")),
-    checkIntervalMs: Math.max(100, duration("check-interval", str("check-interval") ?? "5s")),
-    pluginTimeoutMs: duration("plugin-timeout", str("plugin-timeout") ?? "500ms"),
-    pluginMemoryMiB: positiveInt("plugin-memory", str("plugin-memory") ?? "16", 1024),
-    quarantineAfter: positiveInt("quarantine-after", str("quarantine-after") ?? "3", 1000),
-    ...quarantineBackoff(str("quarantine-backoff") ?? "30s", str("quarantine-backoff-max") ?? "5m"),
-    procfs: str("path.procfs") ?? "/proc",
-    sysfs: str("path.sysfs") ?? "/sys",
-    modules: str("path.modules") ?? "/lib/modules",
-    modprobe: str("path.modprobe") ?? "/etc/modprobe.d",
-    sourcesFile: str("sources"),
+    maxRequestBytes: flags.get("max-request-bytes"),
+    limits: edgeLimits(flags),
+    shutdownTimeoutMs: flags.get("shutdown-timeout"),
+    pluginsDirs: pluginsDirs(flags.list("plugins-dir")),
+    checkIntervalMs: flags.get("check-interval"),
+    pluginTimeoutMs: flags.get("plugin-timeout"),
+    pluginMemoryMiB: flags.get("plugin-memory"),
+    quarantineAfter: flags.get("quarantine-after"),
+    ...quarantineBackoff(flags),
+    procfs: flags.get("path.procfs"),
+    sysfs: flags.get("path.sysfs"),
+    modules: flags.get("path.modules"),
+    modprobe: flags.get("path.modprobe"),
+    sourcesFile: flags.optional("sources"),
     commandPrefix,
     execInProcess,
     requireChecks,
@@ -286,7 +215,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     demo,
     upstream,
     gate,
-    upstreamTimeoutCapMs: duration("upstream-timeout-cap", str("upstream-timeout-cap") ?? "2m"),
+    upstreamTimeoutCapMs: flags.get("upstream-timeout-cap"),
     logLevel,
   };
 }
@@ -298,20 +227,24 @@ function kubeconfigPaths(flag: string | undefined, env: string | undefined): str
   return list.length > 0 ? list : undefined;
 }
 
+/** The node-reporting flags that mean nothing without a condition or a taint to report. */
+const REPORTING_ONLY = [
+  "node-name", "kubeconfig", "kube-context", "impersonate-node", "node-heartbeat", "node-taint-mode",
+  "node-taint-wait-csinode", "node-backoff-cap", "node-resync", "node-write-interval",
+] as const;
+
 /**
  * Node reporting is on only with a node name and something to report: a pod
- * that merely has NODE_NAME in its environment changes nothing.
+ * that merely has NODE_NAME (or a shell that has KUBECONFIG) in its environment
+ * changes nothing. A reporting flag given on the command line without
+ * --node-condition or --node-taint is refused: the user asked for reporting
+ * that would never happen, and a log line at start is easy to miss.
  */
-function kubeSpec(
-  values: Record<string, string | boolean | undefined>,
-  str: (k: string) => string | undefined,
-  env: NodeJS.ProcessEnv,
-  mode: Mode,
-): KubeReportingSpec | undefined {
-  const condition = str("node-condition");
-  const taintRaw = str("node-taint");
-  const perCheck = values["node-condition-per-check"] === true;
-  const impersonate = values["impersonate-node"] === true;
+function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeReportingSpec | undefined {
+  const condition = flags.optional("node-condition");
+  const taintRaw = flags.optional("node-taint");
+  const perCheck = flags.on("node-condition-per-check");
+  const impersonate = flags.on("impersonate-node");
   if (condition !== undefined) {
     const problem = qualifiedNameProblem(condition, true);
     if (problem) throw new UsageError(`--node-condition: "${condition}" ${problem}`);
@@ -323,26 +256,25 @@ function kubeSpec(
       throw new UsageError(`--node-taint: ${(err as Error).message}`);
     }
   })();
-  const modeRaw = str("node-taint-mode") ?? "bootstrap-only";
-  if (modeRaw !== "bootstrap-only" && modeRaw !== "continuous") {
-    throw new UsageError(`--node-taint-mode: expected bootstrap-only or continuous, got "${modeRaw}"`);
-  }
-  const waitRaw = str("node-taint-wait-csinode") ?? "true";
-  if (waitRaw !== "true" && waitRaw !== "false") throw new UsageError(`--node-taint-wait-csinode: expected true or false, got "${waitRaw}"`);
+  const taintMode: TaintMode = flags.get("node-taint-mode");
+  const waitForCSINode = flags.get("node-taint-wait-csinode") === "true";
   if (perCheck && condition === undefined) throw new UsageError("--node-condition-per-check: needs --node-condition");
-  const nodeName = str("node-name") ?? (env.NODE_NAME || undefined);
+  const nodeName = flags.optional("node-name");
   const timings = {
-    heartbeatMs: duration("node-heartbeat", str("node-heartbeat") ?? "5m"),
-    backoffCapMs: duration("node-backoff-cap", str("node-backoff-cap") ?? "30s"),
-    resyncMs: duration("node-resync", str("node-resync") ?? "5m"),
-    writeIntervalMs: duration("node-write-interval", str("node-write-interval") ?? "10s"),
+    heartbeatMs: flags.get("node-heartbeat"),
+    backoffCapMs: flags.get("node-backoff-cap"),
+    resyncMs: flags.get("node-resync"),
+    writeIntervalMs: flags.get("node-write-interval"),
     requestTimeoutMs: 10_000,
   };
-  if (timings.heartbeatMs < 1000) throw new UsageError("--node-heartbeat: must be at least 1s");
-  if (timings.resyncMs < 1000) throw new UsageError("--node-resync: must be at least 1s");
-  if (timings.backoffCapMs < 100) throw new UsageError("--node-backoff-cap: must be at least 100ms");
   if (condition === undefined && taint === undefined) {
     if (impersonate) throw new UsageError("--impersonate-node: needs --node-condition or --node-taint");
+    const idle = REPORTING_ONLY.find((f) => flags.given(f));
+    if (idle) {
+      throw new UsageError(
+        `--${idle}: nothing to report: node reporting needs --node-condition and/or --node-taint (without them probegate never writes to the Node)`,
+      );
+    }
     return undefined;
   }
   if (!nodeName) throw new UsageError(`--${condition !== undefined ? "node-condition" : "node-taint"}: needs --node-name (or NODE_NAME)`);
@@ -351,13 +283,13 @@ function kubeSpec(
   if (mode !== "node") throw new UsageError("--node-condition/--node-taint: only in --mode node (the controller runs on no particular node)");
   return {
     nodeName,
-    kubeconfig: kubeconfigPaths(str("kubeconfig"), env.KUBECONFIG),
-    kubeContext: str("kube-context"),
+    kubeconfig: kubeconfigPaths(flags.given("kubeconfig") ? flags.raw("kubeconfig") : undefined, env.KUBECONFIG),
+    kubeContext: flags.optional("kube-context"),
     condition,
     conditionPerCheck: perCheck,
     taint,
-    taintMode: modeRaw as TaintMode,
-    waitForCSINode: waitRaw === "true",
+    taintMode,
+    waitForCSINode,
     impersonateNode: impersonate,
     timings,
   };

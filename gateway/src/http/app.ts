@@ -1,6 +1,7 @@
 import { Hono, type Context } from "hono";
 import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
 import type { Metrics } from "../observability/metrics.js";
+import { echo } from "../services/limits.js";
 import { ProbeCounts } from "../services/probe-metrics.js";
 import { excludeSet, healthView } from "./health-text.js";
 
@@ -93,7 +94,12 @@ export function createHttpApp(opts: {
       return c.text(body, 200, { "content-type": metrics.registry.contentType });
     });
   }
-  app.notFound((c) => c.text("not found", 404));
+  // A served path asked with another method: 405 names the ones it takes (RFC 9110 §15.5.6).
+  const served = [...(serve !== "metrics" ? Object.keys(ENDPOINTS) : []), ...(serve !== "health" ? ["/metrics"] : [])];
+  for (const path of served) {
+    app.all(path, (c) => c.text(`method ${c.req.method} is not allowed for ${path}; use GET or HEAD\n`, 405, { allow: "GET, HEAD" }));
+  }
+  app.notFound((c) => c.text(`not found: ${echo(c.req.path)}\n`, 404));
   app.onError((err, c) => c.text(`internal error: ${err.message}`, 500));
   return app;
 }

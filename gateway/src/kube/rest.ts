@@ -8,6 +8,7 @@ import https from "node:https";
 import { retryAfterMs } from "./backoff.js";
 import { CredentialError, Credentials, type Credential } from "./credentials.js";
 import type { ClientConfig } from "./kubeconfig.js";
+import { tlsFailureSentence } from "./tls-errors.js";
 
 /** A failed request, reduced to what retry decisions need. */
 export class KubeError extends Error {
@@ -82,7 +83,7 @@ export class RestClient {
       return await this.jsonOnce<T>(req);
     } catch (err) {
       // node:http throws a plain error for a header it refuses (a stray character in the kubeconfig's impersonation).
-      throw toKubeError(err);
+      throw toKubeError(err, this.base, this.cfg.tlsServerName);
     }
   }
 
@@ -163,9 +164,9 @@ export class RestClient {
         }
       });
       res.message.on("end", () => finish(null));
-      res.message.on("error", (err) => finish(stopped ? null : toKubeError(err)));
+      res.message.on("error", (err) => finish(stopped ? null : toKubeError(err, this.base, this.cfg.tlsServerName)));
       res.message.on("close", () => finish(stopped ? null : res.message.complete ? null : new KubeError("watch: connection closed", undefined, "ECONNRESET")));
-    })().catch((err) => finish(stopped ? null : toKubeError(err)));
+    })().catch((err) => finish(stopped ? null : toKubeError(err, this.base, this.cfg.tlsServerName)));
     return {
       stop: (err: KubeError | null = null) => {
         stopped = true;
@@ -180,7 +181,7 @@ export class RestClient {
       return await this.creds.get();
     } catch (err) {
       if (err instanceof CredentialError) throw new KubeError(err.message, undefined, "credentials");
-      throw toKubeError(err);
+      throw toKubeError(err, this.base, this.cfg.tlsServerName);
     }
   }
 
@@ -227,7 +228,7 @@ export class RestClient {
       timer = setTimeout(expire("request timed out"), timeoutMs);
       r.on("error", (err) => {
         clearTimeout(timer);
-        reject(toKubeError(err));
+        reject(toKubeError(err, this.base, this.cfg.tlsServerName));
       });
       r.end(body);
     });
@@ -256,6 +257,7 @@ function readBody(m: http.IncomingMessage): Promise<string> {
       else chunks.push(c);
     });
     m.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    // Body errors come after the handshake: never a TLS failure.
     m.on("error", (err) => reject(toKubeError(err)));
     m.on("close", () => {
       if (!m.complete) reject(new KubeError("connection closed before the answer was complete", undefined, "ECONNRESET"));
@@ -285,9 +287,12 @@ function statusError(status: number, text: string, headers: http.IncomingHttpHea
   return new KubeError(`HTTP ${status}${detail ? `: ${detail.slice(0, 300)}` : ""}`, status, "http", retryAfterMs(Array.isArray(ra) ? ra[0] : ra));
 }
 
-function toKubeError(err: unknown): KubeError {
+/** A socket, TLS or node:http failure as a KubeError; a TLS failure is a sentence naming the server and what to check. */
+function toKubeError(err: unknown, server?: URL, serverName?: string): KubeError {
   if (err instanceof KubeError) return err;
   const e = err as { code?: string; message?: string };
   const code = e?.code ?? "error";
+  const sentence = server ? tlsFailureSentence(String(code), server, serverName) : undefined;
+  if (sentence) return new KubeError(sentence, undefined, String(code));
   return new KubeError(`${code}: ${e?.message ?? String(err)}`.slice(0, 300), undefined, String(code));
 }

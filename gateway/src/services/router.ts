@@ -24,6 +24,7 @@ import { clampDeadlineHeaders } from "../transport/grpc-timeout.js";
 import { requestPath } from "../transport/request-path.js";
 import { connectDecodeErrorsAsInvalidArgument, decodeErrorsAsInvalidArgument, specEncodeGrpcMessages } from "./decode-errors.js";
 import { healthService } from "./health.js";
+import { explainProtocolRefusal, fixedLimitWording } from "./protocol-errors.js";
 import { identityService, type IdentityConfig } from "./identity.js";
 import { ProbeCounts } from "./probe-metrics.js";
 import type { ProbeSource } from "./probe-source.js";
@@ -124,9 +125,11 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
   // Probe-style answers are read by people through many clients: make their
   // status messages decode everywhere, and a malformed request the caller's fault.
   const invoke: RpcStack["invoke"] = async (handler, req) =>
-    connectDecodeErrorsAsInvalidArgument(
-      specEncodeGrpcMessages(decodeErrorsAsInvalidArgument(await handler(req), handler.requestPath)),
-      handler.requestPath,
+    fixedLimitWording(
+      await connectDecodeErrorsAsInvalidArgument(
+        specEncodeGrpcMessages(decodeErrorsAsInvalidArgument(explainProtocolRefusal(await handler(req), handler, req), handler.requestPath)),
+        handler.requestPath,
+      ),
     );
 
   const compat: CompatHandler = (req, res) => {

@@ -6,6 +6,23 @@ import type { EdgeRejection } from "./edge-limits.js";
  */
 export type CallClass = "probe" | "watch" | "other";
 
+const PROBE_CLASS = new Set([
+  "/csi.v1.Identity/Probe",
+  "/grpc.health.v1.Health/Check",
+  "/healthz",
+  "/livez",
+  "/readyz",
+  // Scrapes are coalesced, so they are cheap; seeing the refusals during a flood is the point.
+  "/metrics",
+]);
+
+/** The class of a request path (without its query): kubelet-style checks and /metrics keep a reserve; Watch streams have their own cap. */
+export function callClass(path: string): CallClass {
+  if (PROBE_CLASS.has(path)) return "probe";
+  if (path === "/grpc.health.v1.Health/Watch") return "watch";
+  return "other";
+}
+
 /**
  * Counts calls in progress across every listener and turns new ones away over
  * the caps. The last quarter of the in-flight slots is kept for probe-class

@@ -3,7 +3,6 @@ import type net from "node:net";
 import os from "node:os";
 import type { EdgeLimits } from "./edge-limits.js";
 import type { Edge } from "./edge.js";
-import type { H1State } from "./h1-server.js";
 import type { Listener } from "./stream-route.js";
 
 /**
@@ -28,7 +27,6 @@ export interface Conn {
   onTimeout?: (reason: "header_timeout" | "idle_timeout") => void;
   /** Called on each sweep while it is idle (HTTP/2's ping of a peer that went quiet after sending frames). */
   onIdleTick?: () => void;
-  h1?: H1State;
   session?: http2.ServerHttp2Session;
 }
 

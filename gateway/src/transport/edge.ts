@@ -1,12 +1,10 @@
-import type { Admission, CallClass } from "./admission.js";
+import type { Admission } from "./admission.js";
 import type { EdgeLimits, EdgeRejection } from "./edge-limits.js";
 
 /** What every listener shares: the limits, the global admission counts, and where refusals are reported. */
 export interface Edge {
   limits: EdgeLimits;
   admission: Admission;
-  /** Which admission class a request path belongs to. */
-  classify(path: string): CallClass;
   /** Counts (and, rate-limited, logs) a refusal. */
   rejected(reason: EdgeRejection, detail?: Record<string, unknown>): void;
 }

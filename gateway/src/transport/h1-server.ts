@@ -1,21 +1,20 @@
 import http from "node:http";
 import type net from "node:net";
 import type { Logger } from "../observability/logger.js";
-import type { Conn, ConnectionTable } from "./connection-table.js";
+import type { Conn } from "./connection-table.js";
 import { DeadlineSweep } from "./deadline-sweep.js";
-import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
-import { answerResponse, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
+import { DEFAULT_AUTHORITY } from "./authority.js";
+import { answerResponse, requestTimedOut, tooBusy } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS, MAX_PIPELINED } from "./edge-limits.js";
-import type { Edge } from "./edge.js";
-import { requestPath } from "./request-path.js";
-import type { CompatHandler, Listener } from "./stream-route.js";
+import type { ListenerAdmission } from "./listener-admission.js";
+import { LISTENER, NETWORK_TCP, type CompatHandler, type StreamContext } from "./stream-route.js";
 
 /**
- * An HTTP/1.1 connection's own state, kept in its connection-table entry:
+ * An HTTP/1.1 connection's own state, kept beside its connection-table entry:
  * waiting for a request (its header and idle timeouts are the table's), a
  * request whose body is still arriving (the request timeout, here), or busy.
  */
-export interface H1State {
+interface H1State {
   phase: "waiting" | "request" | "busy";
   req?: http.IncomingMessage;
   res?: http.ServerResponse;
@@ -43,27 +42,28 @@ export interface H1Server {
 export function createH1Server(opts: {
   handler: CompatHandler;
   logger: Logger;
-  edge: Edge;
-  table: ConnectionTable;
-  listener: Listener;
+  admission: ListenerAdmission;
+  /** Which endpoint its connections arrive on (default: the network port). */
+  ctx?: StreamContext;
 }): H1Server {
-  const { edge, logger, table, listener } = opts;
-  const { limits } = edge;
+  const { logger, admission } = opts;
+  const { limits, table } = admission;
+  const states = new WeakMap<Conn, H1State>();
 
   const closeSoon = (socket: net.Socket) => {
     setTimeout(() => socket.destroy(), GOAWAY_GRACE_MS).unref();
   };
 
   const sweep = new DeadlineSweep<Conn>(limits.requestTimeoutMs, (conn) => {
-    const c = conn.h1!;
-    if (conn.socket.destroyed || c.phase !== "request" || c.req?.complete) return;
-    edge.rejected("request_timeout", { listener });
+    const c = states.get(conn);
+    if (!c || conn.socket.destroyed || c.phase !== "request" || c.req?.complete) return;
+    admission.rejected("request_timeout");
     answerResponse(c.res!, c.req?.headers["content-type"], requestTimedOut(limits.requestTimeoutMs), true);
     closeSoon(conn.socket);
   });
 
   const onTimeout = (conn: Conn, reason: "header_timeout" | "idle_timeout") => {
-    edge.rejected(reason, { listener });
+    admission.rejected(reason);
     // Headers begun and not finished get an answer; a quiet keep-alive connection just goes.
     if (reason === "idle_timeout") conn.socket.destroy();
     else {
@@ -72,46 +72,37 @@ export function createH1Server(opts: {
     }
   };
 
-  const serve = (conn: Conn, req: http.IncomingMessage, res: http.ServerResponse) => {
-    const c = conn.h1!;
+  const serve = (conn: Conn, c: H1State, req: http.IncomingMessage, res: http.ServerResponse) => {
     c.phase = "request";
     c.req = req;
     c.res = res;
+    // The connection is busy while anything is answered on it, a refusal too.
     table.busy(conn);
     sweep.set(conn, Date.now() + limits.requestTimeoutMs);
-    const cls = edge.classify(requestPath(req.url));
-    const refusal = edge.admission.enter(cls);
+    // HTTP/1.0 may omit Host (HTTP/1.1 without one never gets here: Node answers 400).
+    const entry = admission.admit(req.url, req.headers.host);
     let done = false;
     const finished = () => {
       if (done) return;
       done = true;
-      if (!refusal) edge.admission.leave(cls);
+      if (entry.admitted) admission.release(entry);
       c.req = undefined;
       c.res = undefined;
       sweep.delete(conn);
       const next = c.queue.shift();
-      if (next) serve(conn, next[0], next[1]);
+      if (next) serve(conn, c, next[0], next[1]);
       else c.phase = "waiting";
       // After the next one is counted, so a half-closed peer's queue is still served.
       table.done(conn);
     };
     res.once("finish", finished);
     res.once("close", finished);
-    const host = req.headers.host;
-    // HTTP/1.0 may omit Host (HTTP/1.1 without one never gets here: Node answers 400).
-    if (host === undefined) req.headers.host = DEFAULT_AUTHORITY;
-    else if (!validAuthority(host)) {
-      edge.rejected("bad_authority", { listener });
+    if (!entry.admitted) {
       req.resume();
-      answerResponse(res, req.headers["content-type"], badAuthority(), true);
+      answerResponse(res, req.headers["content-type"], entry.answer, entry.closeConnection);
       return;
     }
-    if (refusal) {
-      edge.rejected(refusal, { listener, path: requestPath(req.url) });
-      req.resume();
-      answerResponse(res, req.headers["content-type"], tooBusy(refusal === "watches" ? "too many Watch streams" : "too many calls in progress"), false);
-      return;
-    }
+    req.headers.host ??= DEFAULT_AUTHORITY;
     // The body may still be arriving; once it is in, only the handler's own time counts.
     if (req.complete) c.phase = "busy";
     else req.once("end", () => c.req === req && (c.phase = "busy"));
@@ -123,22 +114,23 @@ export function createH1Server(opts: {
     { keepAliveTimeout: limits.idleTimeoutMs, requestTimeout: 0 },
     (req, res) => {
       const conn = table.get(req.socket);
-      if (!conn?.h1) {
+      const c = conn && states.get(conn);
+      if (!conn || !c) {
         opts.handler(req, res);
         return;
       }
-      if (conn.h1.phase === "waiting") {
-        serve(conn, req, res);
+      if (c.phase === "waiting") {
+        serve(conn, c, req, res);
         return;
       }
-      if (conn.h1.queue.length >= MAX_PIPELINED) {
-        edge.rejected("pipeline_depth", { listener });
+      if (c.queue.length >= MAX_PIPELINED) {
+        admission.rejected("pipeline_depth");
         req.resume();
         // Answered at once, in order after the ones waiting; the connection stays usable.
         answerResponse(res, req.headers["content-type"], tooBusy("too many pipelined requests"), false);
         return;
       }
-      conn.h1.queue.push([req, res]);
+      c.queue.push([req, res]);
     },
   );
   server.on("clientError", (err, socket) => {
@@ -152,7 +144,8 @@ export function createH1Server(opts: {
   return {
     server,
     attach(conn) {
-      conn.h1 = { phase: "waiting", queue: [] };
+      states.set(conn, { phase: "waiting", queue: [] });
+      (conn.socket as unknown as Record<symbol, StreamContext>)[LISTENER] = opts.ctx ?? NETWORK_TCP;
       conn.onTimeout = (reason) => onTimeout(conn, reason);
       conn.socket.once("close", () => sweep.delete(conn));
       server.emit("connection", conn.socket);

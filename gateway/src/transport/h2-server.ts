@@ -1,14 +1,13 @@
 import { Code } from "@connectrpc/connect";
 import http2 from "node:http2";
 import type { Logger } from "../observability/logger.js";
-import type { CallClass } from "./admission.js";
-import type { Conn, ConnectionTable } from "./connection-table.js";
+import type { Conn } from "./connection-table.js";
 import { DeadlineSweep } from "./deadline-sweep.js";
-import { DEFAULT_AUTHORITY, validAuthority } from "./authority.js";
-import { answerStream, badAuthority, requestTimedOut, tooBusy } from "./edge-answer.js";
+import { DEFAULT_AUTHORITY } from "./authority.js";
+import { answerStream, requestTimedOut } from "./edge-answer.js";
 import { GOAWAY_GRACE_MS } from "./edge-limits.js";
 import { respondTrailersOnly } from "./grpc-wire.js";
-import type { Edge } from "./edge.js";
+import type { ListenerAdmission, Ticket } from "./listener-admission.js";
 import { LISTENER, resetUnreadRequest, type CompatHandler, type StreamContext, type StreamRoute } from "./stream-route.js";
 
 type StreamListener = (
@@ -18,14 +17,14 @@ type StreamListener = (
   rawHeaders: string[],
 ) => void;
 
-/** The admission class a stream was counted under, released when it closes. */
-const CLASS = Symbol("probegate.callClass");
+/** The admission ticket of a stream, released when it closes. */
+const TICKET = Symbol("probegate.ticket");
 /** The connection-table entry of the stream's connection (stream.session is gone by 'close'). */
 const CONN = Symbol("probegate.conn");
 /** For answering in the client's protocol when the request times out. */
 const CONTENT_TYPE = Symbol("probegate.contentType");
 type AdmittedStream = http2.ServerHttp2Stream & {
-  [CLASS]?: CallClass;
+  [TICKET]?: Ticket;
   [CONN]?: Conn;
   [CONTENT_TYPE]?: string | string[];
 };
@@ -63,11 +62,10 @@ export function createH2Server(opts: {
   routes: readonly StreamRoute[];
   handler: CompatHandler;
   logger: Logger;
-  edge: Edge;
-  table: ConnectionTable;
+  admission: ListenerAdmission;
 }): H2Server {
-  const { ctx, routes, logger, edge, table } = opts;
-  const { limits, admission } = edge;
+  const { ctx, routes, logger, admission } = opts;
+  const { limits, table } = admission;
   const listener = ctx.listener;
   const server = http2.createServer({
     // Probe bursts from many pollers open streams fast; keep per-session memory bounded.
@@ -84,50 +82,36 @@ export function createH2Server(opts: {
       if (stream.writableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
       return;
     }
-    edge.rejected("request_timeout", { listener });
+    admission.rejected("request_timeout");
     answerStream(stream, (stream as AdmittedStream)[CONTENT_TYPE], requestTimedOut(limits.requestTimeoutMs));
     stream.close(http2.constants.NGHTTP2_CANCEL);
   });
 
   // One listener for every stream (no closure per call: Probe's fast path runs through here).
   function onStreamClose(this: AdmittedStream) {
-    admission.leave(this[CLASS]!);
+    admission.release(this[TICKET]!);
     pending.delete(this);
     const conn = this[CONN];
     if (conn) table.done(conn);
   }
 
-  const admit = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean => {
-    const path = headers[":path"];
-    const cls: CallClass = typeof path === "string" ? edge.classify(path) : "other";
-    const refusal = admission.enter(cls);
-    if (refusal) {
-      edge.rejected(refusal, { listener, path });
+  const dispatch: StreamListener = (stream, headers, flags, rawHeaders) => {
+    const authority = headers[":authority"] ?? headers.host;
+    const entry = admission.admit(headers[":path"], authority);
+    if (!entry.admitted) {
       stream.on("error", () => {});
-      answerStream(stream, headers["content-type"], tooBusy(refusal === "watches" ? "too many Watch streams" : "too many calls in progress"));
-      return false;
+      answerStream(stream, headers["content-type"], entry.answer);
+      return;
     }
+    if (authority === undefined) headers[":authority"] = DEFAULT_AUTHORITY;
     const conn = (stream.session as TrackedSession | undefined)?.[CONN_OF];
     if (conn) table.busy(conn);
-    (stream as AdmittedStream)[CLASS] = cls;
+    (stream as AdmittedStream)[TICKET] = entry;
     (stream as AdmittedStream)[CONN] = conn;
     // 'close' comes once; on() spares the wrapper once() would allocate.
     stream.on("close", onStreamClose);
     (stream as AdmittedStream)[CONTENT_TYPE] = headers["content-type"];
     pending.set(stream, Date.now() + limits.requestTimeoutMs);
-    return true;
-  };
-
-  const dispatch: StreamListener = (stream, headers, flags, rawHeaders) => {
-    const authority = headers[":authority"] ?? headers.host;
-    if (authority === undefined) headers[":authority"] = DEFAULT_AUTHORITY;
-    else if (typeof authority !== "string" || !validAuthority(authority)) {
-      edge.rejected("bad_authority", { listener });
-      stream.on("error", () => {});
-      answerStream(stream, headers["content-type"], badAuthority());
-      return;
-    }
-    if (!admit(stream, headers)) return;
     for (const route of routes) {
       try {
         if (route(stream, headers, ctx)) return;
@@ -151,7 +135,7 @@ export function createH2Server(opts: {
   const destroyLater = (session: http2.ServerHttp2Session, reason: "goaway_grace") => {
     setTimeout(() => {
       if (session.destroyed) return;
-      edge.rejected(reason, { listener });
+      admission.rejected(reason);
       session.destroy();
     }, GOAWAY_GRACE_MS).unref();
   };
@@ -161,7 +145,7 @@ export function createH2Server(opts: {
    * trickled every second must not keep a connection.
    */
   const goAway = (session: TrackedSession, reason: "header_timeout" | "idle_timeout") => {
-    edge.rejected(reason, { listener });
+    admission.rejected(reason);
     if (session.destroyed) return;
     session.close();
     destroyLater(session, "goaway_grace");
@@ -174,7 +158,7 @@ export function createH2Server(opts: {
     // has already given up on): a PING tells a live peer from a dead one.
     const timer = setTimeout(() => {
       if (session.destroyed) return;
-      edge.rejected("goaway_grace", { listener });
+      admission.rejected("goaway_grace");
       session.destroy();
     }, GOAWAY_GRACE_MS);
     timer.unref();
@@ -204,7 +188,7 @@ export function createH2Server(opts: {
     seen.waiting = true;
     const timer = setTimeout(() => {
       if (session.destroyed || conn.busy > 0) return;
-      edge.rejected("goaway_grace", { listener });
+      admission.rejected("goaway_grace");
       session.destroy();
     }, GOAWAY_GRACE_MS);
     timer.unref();
@@ -237,7 +221,7 @@ export function createH2Server(opts: {
       // Node 24 ends a session at once on a peer's protocol error (Node 20
       // sends GOAWAY and waits: checkAlive ends those as goaway_grace); a
       // peer's reset or a closed socket is no refusal and is not counted.
-      if (err.code === "ERR_HTTP2_ERROR" || err.code === "ERR_HTTP2_SESSION_ERROR") edge.rejected("protocol_error", { listener });
+      if (err.code === "ERR_HTTP2_ERROR" || err.code === "ERR_HTTP2_SESSION_ERROR") admission.rejected("protocol_error");
       logger.debug({ err, listener }, "http2 session error");
     });
   });

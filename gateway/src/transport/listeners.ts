@@ -3,8 +3,9 @@ import type { Logger } from "../observability/logger.js";
 import type { Endpoint } from "./endpoint.js";
 import type { Edge } from "./edge.js";
 import { createH1Server } from "./h1-server.js";
-import { ConnectionTable, type Conn } from "./connection-table.js";
+import type { Conn } from "./connection-table.js";
 import { createH2Server } from "./h2-server.js";
+import { ListenerAdmission } from "./listener-admission.js";
 import { sniffConnection } from "./sniff.js";
 import { NETWORK_TCP, type CompatHandler, type StreamRoute } from "./stream-route.js";
 import { prepareSocketPath, removeSocketPath } from "./unix-socket.js";
@@ -47,18 +48,23 @@ function boundAddress(server: net.Server, ep: Endpoint): string {
 }
 
 /**
- * Accepts connections into a fresh connection table and hands each admitted
- * one on; the table closes idle ones to make room, and drains them on close.
+ * Accepts connections through a listener's admission and hands each admitted
+ * one on; its table closes idle ones to make room, and drains them on close.
  */
-function acceptInto(table: ConnectionTable, logger: Logger, onConn: (conn: Conn) => void): net.Server {
+function acceptInto(admission: ListenerAdmission, logger: Logger, onConn: (conn: Conn) => void): net.Server {
   return net.createServer((socket) => {
     socket.on("error", (err) => logger.debug({ err }, "connection error"));
-    const conn = table.accept(socket);
+    const conn = admission.accept(socket);
     if (conn) onConn(conn);
   });
 }
 
-/** The CSI endpoint: gRPC over h2c only (what kubelet-side tools speak). */
+/**
+ * The CSI endpoint: gRPC over h2c (what kubelet-side tools speak), and
+ * HTTP/1.1 for someone on the node with curl (`curl --unix-socket`): /readyz,
+ * Connect and gRPC-Web as on the HTTP port. The mount API (gateway mode's
+ * routes) is gRPC, so HTTP/2 only.
+ */
 export async function startCsiListener(opts: {
   endpoint: Endpoint;
   routes: readonly StreamRoute[];
@@ -69,9 +75,12 @@ export async function startCsiListener(opts: {
   const { endpoint, edge, logger } = opts;
   const ctx = { listener: endpoint.kind === "unix" ? "unix" : "tcp", surface: "csi" } as const;
   const listener = ctx.listener;
-  const table = new ConnectionTable(edge.limits, edge, listener);
-  const h2 = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger, edge, table });
-  const server = acceptInto(table, logger, (conn) => h2.attach(conn));
+  const admission = new ListenerAdmission(edge, listener);
+  const h2 = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger, admission });
+  const h1 = createH1Server({ handler: opts.handler, logger, admission, ctx });
+  const server = acceptInto(admission, logger, (conn) =>
+    sniffConnection(conn.socket, (proto) => (proto === "h2c" ? h2.attach(conn) : h1.attach(conn))),
+  );
   if (endpoint.kind === "unix") {
     try {
       await prepareSocketPath(endpoint.path);
@@ -88,7 +97,9 @@ export async function startCsiListener(opts: {
     address,
     async close(deadlineMs) {
       server.close();
-      await table.drain(deadlineMs);
+      h1.server.close();
+      await admission.table.drain(deadlineMs);
+      h1.stop();
       h2.stop();
       if (endpoint.kind === "unix") await removeSocketPath(endpoint.path);
     },
@@ -109,10 +120,10 @@ export async function startHttpListener(opts: {
 }): Promise<RunningListener> {
   const { endpoint, logger, edge } = opts;
   if (endpoint.kind !== "tcp") throw new ListenError(`${endpoint.display}: the HTTP endpoint must be TCP`);
-  const table = new ConnectionTable(edge.limits, edge, "tcp");
-  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger, edge, table });
-  const h1 = createH1Server({ handler: opts.handler, logger, edge, table, listener: "tcp" });
-  const tcp = acceptInto(table, logger, (conn) =>
+  const admission = new ListenerAdmission(edge, "tcp");
+  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger, admission });
+  const h1 = createH1Server({ handler: opts.handler, logger, admission });
+  const tcp = acceptInto(admission, logger, (conn) =>
     sniffConnection(conn.socket, (proto) => (proto === "h2c" ? h2.attach(conn) : h1.attach(conn))),
   );
   await listen(tcp, endpoint);
@@ -124,7 +135,7 @@ export async function startHttpListener(opts: {
     async close(deadlineMs) {
       tcp.close();
       h1.server.close();
-      await table.drain(deadlineMs);
+      await admission.table.drain(deadlineMs);
       h1.stop();
       h2.stop();
     },
@@ -145,9 +156,9 @@ export async function startMetricsListener(opts: {
 }): Promise<RunningListener> {
   const { endpoint, logger, edge } = opts;
   if (endpoint.kind !== "tcp") throw new ListenError(`${endpoint.display}: the metrics endpoint must be TCP`);
-  const table = new ConnectionTable(edge.limits, edge, "tcp");
-  const h1 = createH1Server({ handler: opts.handler, logger, edge, table, listener: "tcp" });
-  const tcp = acceptInto(table, logger, (conn) => h1.attach(conn));
+  const admission = new ListenerAdmission(edge, "tcp");
+  const h1 = createH1Server({ handler: opts.handler, logger, admission });
+  const tcp = acceptInto(admission, logger, (conn) => h1.attach(conn));
   await listen(tcp, endpoint);
   tcp.on("error", (err) => logger.warn({ err, listener: "metrics" }, "listener error"));
   return {
@@ -156,7 +167,7 @@ export async function startMetricsListener(opts: {
     async close(deadlineMs) {
       tcp.close();
       h1.server.close();
-      await table.drain(deadlineMs);
+      await admission.table.drain(deadlineMs);
       h1.stop();
     },
   };

@@ -46,10 +46,16 @@ export type CompatHandler = (
 /** Marks which listener a session came in on (its StreamContext), for routing and metrics labels. */
 export const LISTENER = Symbol("probegate.listener");
 
-/** The context of the HTTP/2 session a compat-API request came on; HTTP/1.1 has none and is taken for NETWORK_TCP. */
+/**
+ * The context of the connection a compat-API request came on: its HTTP/2
+ * session's, or for HTTP/1.1 its socket's (the listener marks both); a request
+ * on neither is taken for NETWORK_TCP.
+ */
 export function requestContext(req: Parameters<CompatHandler>[0]): StreamContext {
   const session = (req as Http2ServerRequest).stream?.session as unknown as Record<symbol, StreamContext> | undefined;
-  return session?.[LISTENER] ?? NETWORK_TCP;
+  if (session) return session[LISTENER] ?? NETWORK_TCP;
+  const socket = (req as http.IncomingMessage).socket as unknown as Record<symbol, StreamContext> | undefined;
+  return socket?.[LISTENER] ?? NETWORK_TCP;
 }
 
 /**

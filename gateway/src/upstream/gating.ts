@@ -1,19 +1,7 @@
 import { failing, type HealthSnapshot } from "../engine/state.js";
 import { GATED_PATHS, type GateName } from "./methods.js";
 
-/** Parses `--gate node-stage,node-publish` (empty string or "none" = no gating). */
-export function parseGates(raw: string): Set<GateName> {
-  const out = new Set<GateName>();
-  for (const part of raw.split(",").map((s) => s.trim()).filter(Boolean)) {
-    if (part === "none") continue;
-    if (part !== "node-stage" && part !== "node-publish") {
-      throw new Error(`--gate: unknown gate ${JSON.stringify(part)} (known: node-stage, node-publish, none)`);
-    }
-    out.add(part);
-  }
-  return out;
-}
-
+/** The request paths of the gated calls (--gate is parsed in cli/config.ts). */
 export function gatedPaths(gates: ReadonlySet<GateName>): Set<string> {
   return new Set([...gates].map((g) => GATED_PATHS[g]));
 }

@@ -14,7 +14,6 @@ import { UpstreamStatus, type UpstreamStatusView } from "./status.js";
 import type { VolumeChecker } from "./volume-checker.js";
 
 export { EngineVolumeChecker } from "./engine-volume-checker.js";
-export { parseGates } from "./gating.js";
 export { GATE_NAMES, type GateName } from "./methods.js";
 export { UpstreamProbeSource } from "./probe.js";
 export { UpstreamStatus, type UpstreamStatusView } from "./status.js";
