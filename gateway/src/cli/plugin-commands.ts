@@ -5,6 +5,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { pino } from "pino";
 import { FAULT_KINDS, parseDuration, SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
 import type { CaseSpec } from "../plugin-test/plugin-under-test.js";
+import { abiDescriptor } from "../runtime/abi/index.js";
 import { inspectPlugin, type InspectResult } from "../runtime/inspect.js";
 import { sha256Hex } from "../runtime/loader.js";
 import { DEFAULTS, type PluginManifest } from "../runtime/types.js";
@@ -448,7 +449,7 @@ function formatInspect(i: InspectResult, config: ResolvedConfig | null): string 
     const m = i.manifest;
     lines.push(
       `manifest:`,
-      `  abi:         ${m.abi} (${m.abi === 2 ? "UTF-8 byte buffers: pg_manifest, pg_check, pg_alloc, pg_reset" : "AssemblyScript strings: manifest, check"})`,
+      `  abi:         ${m.abi} (${abiDescriptor(m.abi).convention}: ${abiDescriptor(m.abi).names.inspect})`,
       `  name:        ${m.name}`,
       `  version:     ${m.version}`,
       `  description: ${m.description}`,
