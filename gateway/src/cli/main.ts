@@ -22,7 +22,8 @@ function identityConfig(cfg: Config): IdentityConfig {
     manifest: {
       "probegate.version": VERSION,
       "probegate.mode": cfg.mode,
-      "probegate.plugin-abi": "1",
+      // Every plugin ABI this gateway loads, comma-separated (plugins/ABI.md).
+      "probegate.plugin-abi": PLUGIN_ABIS.join(","),
       "node.version": process.version,
       "node.platform": `${process.platform}/${process.arch}`,
     },
