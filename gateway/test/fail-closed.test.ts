@@ -10,7 +10,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Identity } from "../gen/csi/v1/csi_pb.js";
-import { startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
+import { BUNDLED_CHECKS } from "../src/cli/package-info.js";
+import { ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { readyz, untilReadyz } from "./helpers/readyz.js";
 import { compileAs, compileEcho, compileHostile } from "./hostile/build.js";
 
@@ -19,6 +20,7 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((g) => g.stop()));
 });
 
+const BUNDLED = path.join(ROOT, "dist", "plugins");
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 /** A readiness plugin whose message tries to print a line of its own, and a liveness one that aborts with one. */
@@ -200,5 +202,31 @@ describe("one line per check", () => {
     const livez = await (await fetch(`http://${gw.http}/livez?verbose`)).text();
     expect(livez.split("\n").filter((l) => l.startsWith("[+]forged"))).toEqual([]);
     expect(livez).toContain(String.raw`gone\n[+]forged-live ok`);
+  });
+});
+
+describe("the bundled checks and --plugins-dir", () => {
+  it("a directory without them says at start and in /readyz?verbose that they are not loaded, and how to keep them", async () => {
+    const dir = tempDir("probegate-own-only-");
+    // What an operator mounts who meant to configure the bundled checks: only their configuration.
+    fs.writeFileSync(path.join(dir, "lnet-nets.yaml"), "optionalNets: [tcp]\n");
+    const gw = await gateway(dir);
+    const r = await untilReadyz(gw, (x) => x.text.includes("NoChecks"), "NoChecks");
+    const note = r.text.split("\n").find((l) => l.startsWith("[!]bundled Lustre checks not loaded"));
+    expect(note).toBeDefined();
+    expect(note).toContain("kernel-modules, lnet-nets, lnet-nids, lnet-self-ping, net-interfaces");
+    expect(note).toContain(`--plugins-dir=${BUNDLED} --plugins-dir=${dir}`);
+    expect(gw.logs().some((l) => l.level === 40 && String(l.msg).startsWith("bundled Lustre checks not loaded"))).toBe(true);
+
+    // Given first, as every shipped manifest does, the bundled set loads and nothing is said.
+    const kept = await gateway(BUNDLED, [`--plugins-dir=${dir}`]);
+    const k = await untilReadyz(kept, (x) => x.text.includes("kernel-modules"), "bundled set loaded");
+    expect(k.text).not.toContain("bundled Lustre checks not loaded");
+    expect(kept.logs().some((l) => String(l.msg).startsWith("bundled Lustre checks not loaded"))).toBe(false);
+  });
+
+  it("BUNDLED_CHECKS names every bundled readiness plugin", () => {
+    const files = fs.readdirSync(BUNDLED).filter((f) => f.endsWith(".wasm") && f !== "volume-lustre-mount.wasm").map((f) => f.replace(/\.wasm$/, "")).sort();
+    expect([...BUNDLED_CHECKS].sort()).toEqual(files);
   });
 });

@@ -162,7 +162,7 @@ export async function main(argv: string[]): Promise<number> {
       limits: cfg.limits,
       csiOnlyRoutes: upstream ? [upstream.route] : [],
       probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
-      healthNotes: upstream?.healthNotes,
+      healthNotes: () => [...checks.notes(), ...(upstream?.healthNotes() ?? [])],
       csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
