@@ -50,7 +50,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Serving", name: "shutdown-timeout", type: "string", arg: "DURATION", default: "5s",
     help: "On SIGTERM/SIGINT, how long in-flight calls may take before connections are cut." },
   { group: "Checks", name: "plugins-dir", type: "string", multiple: true, arg: "DIR", default: "the bundled plugins (dist/plugins)",
-    help: "Directory of .wasm check plugins and their NAME.yaml/NAME.json configurations; watched, changes apply within seconds (ConfigMap ..data swaps included). Repeatable: a plugin name in a later directory replaces the same name from an earlier one." },
+    help: "Directory of .wasm check plugins and their NAME.yaml/NAME.json configurations; watched, changes apply within seconds (ConfigMap ..data swaps included). Repeatable: a plugin name in a later directory replaces the same name from an earlier one. Given at all, it replaces the bundled Lustre checks; to keep them, give their directory first (the image's /etc/probegate/plugins, as the shipped manifests do; docs/plugins-bundled.md)." },
   { group: "Checks", name: "check-interval", type: "string", arg: "DURATION", default: "5s",
     help: "How often checks are re-evaluated. Probe never waits for them." },
   { group: "Checks", name: "plugin-timeout", type: "string", arg: "DURATION", default: "500ms",
