@@ -347,7 +347,8 @@ export class PluginRuntime {
     // which the engine discards because the plugin is no longer current.
     const liveKeys = new Set([...next.values()].flatMap((e) => (e.result.ok ? [e.result.plugin.key] : e.kept ? [e.kept.key] : [])));
     for (const e of old.values()) {
-      if (e.result.ok && !liveKeys.has(e.result.plugin.key)) this.sandbox.unregister(e.result.plugin.key);
+      const key = e.result.ok ? e.result.plugin.key : e.kept?.key;
+      if (key !== undefined && !liveKeys.has(key)) this.sandbox.unregister(key);
     }
     this.quarantine.retain(new Set(plugins.map((p) => this.healthKey(p))));
 
@@ -393,7 +394,8 @@ export class PluginRuntime {
 
 /** The module of this file that last loaded: its current one, or the one kept while its content is refused. */
 function lastGood(prev: FileEntry | undefined): LoadedPlugin | undefined {
-  if (!prev) return undefined;
+  // A file refused as a duplicate held nothing in force.
+  if (!prev || prev.duplicate) return undefined;
   return prev.result.ok ? prev.result.plugin : prev.kept;
 }
 
