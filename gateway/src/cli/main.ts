@@ -22,7 +22,8 @@ function identityConfig(cfg: Config): IdentityConfig {
     manifest: {
       "probegate.version": VERSION,
       "probegate.mode": cfg.mode,
-      "probegate.plugin-abi": "1",
+      // Every plugin ABI this gateway loads, comma-separated (plugins/ABI.md).
+      "probegate.plugin-abi": PLUGIN_ABIS.join(","),
       "node.version": process.version,
       "node.platform": `${process.platform}/${process.arch}`,
     },
@@ -161,7 +162,7 @@ export async function main(argv: string[]): Promise<number> {
       limits: cfg.limits,
       csiOnlyRoutes: upstream ? [upstream.route] : [],
       probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
-      healthNotes: upstream?.healthNotes,
+      healthNotes: () => [...checks.notes(), ...(upstream?.healthNotes() ?? [])],
       csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
