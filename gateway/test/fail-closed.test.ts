@@ -59,7 +59,7 @@ beforeAll(async () => {
 }, 120_000);
 
 async function gateway(dir: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}) {
-  const gw = await startGatewayProcess([`--plugins-dir=${dir}`, "--mode=node", "--check-interval=300ms", "--log-level=info", ...extra], { env });
+  const gw = await startGatewayProcess([`--plugins-dir=${dir}`, "--mode=node", "--check-interval=1s", "--log-level=info", ...extra], { env });
   running.push(gw);
   return gw;
 }

@@ -232,7 +232,7 @@ async function gatewayOnWith(spec: FakeLnetSpec, prepare: (node: FakeLnet) => vo
       `--path.sysfs=${node.sysfs}`,
       `--path.modules=${node.modules}`,
       `--path.modprobe=${node.modprobe}`,
-      "--check-interval=500ms",
+      "--check-interval=1s",
       `--plugins-dir=${BUNDLED}`,
       `--plugins-dir=${mountConfigDir()}`,
     ],

@@ -50,7 +50,7 @@ describe("a Rust plugin that panics", () => {
       const plugins = tempDir("probegate-panicky-plugins-");
       fs.copyFileSync(wasm, path.join(plugins, "panicky.wasm"));
       fs.writeFileSync(path.join(plugins, "ready.wasm"), await compileEcho({ name: "ready-ok" }));
-      const gw: GatewayProcess = await startGatewayProcess([`--plugins-dir=${plugins}`, "--mode=node", "--check-interval=300ms", "--quarantine-after=100"]);
+      const gw: GatewayProcess = await startGatewayProcess([`--plugins-dir=${plugins}`, "--mode=node", "--check-interval=1s", "--quarantine-after=100"]);
       try {
         const r = await untilReadyz(gw, (x) => x.text.includes("[-]panicky failed: PluginTrap"), "the panic reported", 30_000);
         const line = r.text.split("\n").find((l) => l.startsWith("[-]panicky"))!;
