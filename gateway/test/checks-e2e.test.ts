@@ -189,10 +189,13 @@ describe("the plugins directory", () => {
     expect(r.text).toMatch(/lnet\.selfNid/);
     expect(r.status).toBe(503);
 
-    // Replacing a file with something that is not a plugin refuses it and drops the old version.
+    // Replacing a file with something that is not a plugin refuses it; the
+    // last good version stays in force (issue 31), still failing, still not ready.
     fs.writeFileSync(path.join(dir, "lnet-self-ping.wasm"), "this is not wasm\n");
     const r2 = await until(gw, (x) => x.text.includes("[!]lnet-self-ping.wasm refused"), "replacement refused");
-    expect(r2.status).toBe(200);
+    expect(r2.text).toMatch(/\[-\]lnet-self-ping failed/);
+    expect(r2.text).toContain("stays in force");
+    expect(r2.status).toBe(503);
     const metrics = await (await fetch(`http://${gw.http}/metrics`)).text();
     expect(metrics).toMatch(/probegate_plugin_refusals_total\{reason="\w+"\} [1-9]/);
   });

@@ -1,6 +1,8 @@
 // The health endpoints' verdicts agree with Probe, and ?exclude= recomputes them.
 import { describe, expect, it } from "vitest";
-import type { Condition, HealthSnapshot } from "../src/engine/state.js";
+import { judge } from "../src/engine/health-view.js";
+import { failing, type Condition, type HealthSnapshot } from "../src/engine/state.js";
+import { oneLine } from "../src/support/one-line.js";
 import { excludeSet, healthView } from "../src/http/health-text.js";
 
 const cond = (
@@ -81,5 +83,39 @@ describe("healthView", () => {
       "[!]/etc/probegate/plugins.d/x.wasm refused: CompileError: bad",
       "[+]plugin kernel-modules: /etc/probegate/plugins.d/km.wasm overrides /etc/probegate/plugins/kernel-modules.wasm",
     ]);
+  });
+});
+
+describe("issue 31: liveness faults and one line per check", () => {
+  it("a required liveness check that cannot run fails readiness (a [-] line), never liveness; excluding it restores readiness", () => {
+    const c = cond("hb", "liveness", "fail", "PluginQuarantined", "required", true);
+    const s = snap([c, cond("r", "readiness", "pass")], { phase: "not-ready", ready: judge([c], true).ready });
+    expect(s.ready).toBe(false);
+    const v = healthView(s, "readiness", new Set());
+    expect(v.ok).toBe(false);
+    expect(v.lines).toContain("[-]hb (liveness) cannot run: PluginQuarantined: hb says fail");
+    expect(healthView(s, "liveness", new Set()).ok).toBe(true);
+    expect(healthView(s, "readiness", excludeSet(["hb"])).ok).toBe(true);
+    // An advisory one does not count.
+    expect(judge([{ ...c, severity: "advisory" }], true).ready).toBe(true);
+    expect(failing(s, "readiness").map((x) => x.name)).toEqual(["hb"]);
+    expect(failing(s, "liveness")).toEqual([]);
+  });
+
+  it("the renderers keep every line one line, whatever reached the snapshot", () => {
+    const s = snap([{ ...cond("a", "readiness", "fail"), message: "x\n[+]b ok\u2028[+]c ok\u001b[2J" }], {
+      phase: "not-ready",
+      ready: false,
+      refusals: [{ file: "evil\n[+]d ok.wasm", reason: "CompileError", message: "bad\r\n[+]e ok", at: "" }],
+    });
+    const lines = healthView(s, "readiness", new Set()).lines;
+    expect(lines).toEqual([String.raw`[-]a failed: R: x\n[+]b ok\u2028[+]c ok\u001b[2J`, String.raw`[!]evil\n[+]d ok.wasm refused: CompileError: bad\r\n[+]e ok`]);
+  });
+
+  it("oneLine bounds and escapes without splitting a surrogate pair", () => {
+    expect(oneLine("a\tb\u0000c\u007f")).toBe(String.raw`a\tb\u0000c\u007f`);
+    expect(oneLine("x".repeat(10), 5)).toBe("xxxx…");
+    expect(oneLine(`ab${"😀"}d`, 4)).toBe("ab…");
+    expect(oneLine("short", 5)).toBe("short");
   });
 });

@@ -2,7 +2,8 @@
 // guarded patches and the retry pacing. The end-to-end behaviour is in kube-node.test.ts.
 import { describe, expect, it } from "vitest";
 import { Backoff, retryAfterMs, TokenBucket } from "../src/kube/backoff.js";
-import { camelReason } from "../src/kube/desired.js";
+import type { HealthSnapshot } from "../src/engine/state.js";
+import { camelReason, desiredState, MESSAGE_LIMIT } from "../src/kube/desired.js";
 import { planConditions, planTaint, type NodeView } from "../src/kube/node-view.js";
 import { parseTaint, qualifiedNameProblem } from "../src/kube/spec.js";
 
@@ -84,5 +85,37 @@ describe("pacing", () => {
     expect(tb.take()).toBe(500);
     now = 1000;
     expect(tb.take()).toBe(0);
+  });
+});
+
+describe("desiredState (issue 31)", () => {
+  const base = {
+    severity: "required" as const,
+    lastTransitionTime: "2026-11-25T00:00:00.000Z",
+    lastRunTime: "2026-11-25T00:00:00.000Z",
+    durationMs: 1,
+    plugin: { name: "x", version: "1.0.0", sha256: "0".repeat(64), file: "x.wasm" },
+  };
+  it("a required liveness check that cannot run makes the condition False, naming it; messages stay one line and bounded", () => {
+    const s: HealthSnapshot = {
+      phase: "not-ready",
+      ready: false,
+      live: true,
+      generation: 1,
+      refusals: [],
+      conditions: [
+        { ...base, name: "hb", probe: "liveness", status: "fail", reason: "PluginTimeout", message: "late\n[+]hb ok", fault: true },
+        { ...base, name: "r", probe: "readiness", status: "pass", reason: "Ok", message: `${"y".repeat(2000)}\r\nz`, fault: false },
+      ],
+    };
+    const d = desiredState(s, "example.com/LustreReady", true);
+    expect(d.ready).toBe(false);
+    expect(d.failingChecks).toEqual(["hb"]);
+    expect(d.conditions[0]).toMatchObject({ status: "False", reason: "PluginTimeout", message: String.raw`hb: PluginTimeout (late\n[+]hb ok)` });
+    for (const c of d.conditions) {
+      expect(c.message).not.toMatch(/[\r\n]/);
+      expect(c.message.length).toBeLessThanOrEqual(MESSAGE_LIMIT);
+    }
+    expect(d.summary).not.toMatch(/[\r\n]/);
   });
 });

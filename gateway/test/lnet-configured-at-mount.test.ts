@@ -176,3 +176,68 @@ describe("lnetConfiguredAt: mount through a running gateway", () => {
     expect(r2.text).toMatch(/\[-\]lnet-nids failed: ToolsMissing: LNet not yet configured .*mount\.lustre \(ENOENT: mount\.lustre not found on PATH\)/);
   });
 });
+
+describe("lnetConfiguredAt: mount, options from the running module (issue 31)", () => {
+  it("lnet loaded with networks= on modprobe's command line (GKE), modprobe.d silent: the interface named there is judged", async () => {
+    const spec: FakeLnetSpec = {
+      ...FRESH,
+      modules: "lnet 1 0 - Live 0x0\nlibcfs 1 1 lnet, Live 0x0\n",
+      modprobe: { "lustre.conf": "# the installer passes the options on modprobe's command line\n" },
+      operstate: { eth0: "up\n", eth1: "down\n" },
+    };
+    const { gw, node } = await gatewayOnWith(spec, (n) => {
+      const params = path.join(n.sysfs, "module", "lnet", "parameters");
+      fs.mkdirSync(params, { recursive: true });
+      fs.writeFileSync(path.join(params, "networks"), "tcp(eth1)\n");
+      fs.writeFileSync(path.join(params, "ip2nets"), "(null)\n");
+    });
+    const r = await untilReadyz(gw, (x) => evaluated(x) && x.status === 503, "not ready: eth1 is down");
+    expect(r.text).toMatch(/\[-\]net-interfaces failed: InterfaceDown: interface\(s\) not up: eth1 \(down\)/);
+    const c = await conditions(gw);
+    expect(c["lnet-nets"]).toMatchObject({ status: "pass", reason: "LnetNotYetConfigured" });
+    expect(c["lnet-nets"].message).toContain(`interface(s) eth1 named by the lnet module options (${path.join(node.sysfs, "module", "lnet", "parameters")}: networks="tcp(eth1)")`);
+
+    // The interface comes up: ready.
+    node.update({ operstate: { eth1: "up\n" } });
+    const ok = await untilReadyz(gw, (x) => evaluated(x) && x.status === 200, "ready once eth1 is up");
+    expect(ok.status).toBe(200);
+  });
+
+  it("a module without networks= or ip2nets= leaves modprobe.d's word (no interface named: ready before the first mount)", async () => {
+    const spec: FakeLnetSpec = {
+      ...FRESH,
+      modules: "lnet 1 0 - Live 0x0\nlibcfs 1 1 lnet, Live 0x0\n",
+      modprobe: { "lustre.conf": "options lnet networks=tcp\n" },
+      operstate: { eth1: "down\n" },
+    };
+    const { gw } = await gatewayOnWith(spec, (n) => {
+      const params = path.join(n.sysfs, "module", "lnet", "parameters");
+      fs.mkdirSync(params, { recursive: true });
+      fs.writeFileSync(path.join(params, "networks"), "(null)\n");
+      fs.writeFileSync(path.join(params, "ip2nets"), "(null)\n");
+    });
+    await untilReadyz(gw, (x) => evaluated(x) && x.status === 200, "ready");
+    expect((await conditions(gw))["net-interfaces"]).toMatchObject({ status: "pass", reason: "NoInterfacesNamed" });
+  });
+});
+
+/** gatewayOn, with a hook that changes the fake node before the gateway starts. */
+async function gatewayOnWith(spec: FakeLnetSpec, prepare: (node: FakeLnet) => void) {
+  const node = fakeLnet(spec);
+  nodes.push(node);
+  prepare(node);
+  const gw = await startGatewayProcess(
+    [
+      `--path.procfs=${node.procfs}`,
+      `--path.sysfs=${node.sysfs}`,
+      `--path.modules=${node.modules}`,
+      `--path.modprobe=${node.modprobe}`,
+      "--check-interval=1s",
+      `--plugins-dir=${BUNDLED}`,
+      `--plugins-dir=${mountConfigDir()}`,
+    ],
+    { env: node.env },
+  );
+  running.push(gw);
+  return { node, gw };
+}

@@ -50,6 +50,8 @@ describe.each(Object.entries(transports))("%s", (_name, makeTransport) => {
     const info = await identity.getPluginInfo({});
     expect(info.name).toBe("lustre.csi.example.com");
     expect(info.vendorVersion).toBe("9.9.9");
+    // Which plugin ABIs this gateway loads: both, comma-separated (issue 31).
+    expect(info.manifest["probegate.plugin-abi"]).toBe("1,2");
     expect(info.manifest["probegate.mode"]).toBe("controller"); // the helper runs check-less gateways in controller mode (a check-less node is NoChecks)
 
     const caps = await identity.getPluginCapabilities({});

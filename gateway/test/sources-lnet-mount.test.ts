@@ -141,6 +141,35 @@ describe("modprobe.lnet_options", () => {
   });
 });
 
+describe("modprobe.lnet_options and the running lnet module (issue 31)", () => {
+  it("adds the loaded module's networks=/ip2nets= as a last line, unset ones empty; none when neither is set", async () => {
+    const n = node({ modprobe: { "lustre.conf": "options lnet networks=tcp\n" } });
+    const params = path.join(n.sysfs, "module", "lnet", "parameters");
+    const catalog = await catalogFor(n);
+    // Not loaded: no parameters directory, modprobe.d alone.
+    expect((await catalog.read("modprobe.lnet_options", {})).stdout).toBe("lustre.conf: networks=tcp\n");
+
+    fs.mkdirSync(params, { recursive: true });
+    fs.writeFileSync(path.join(params, "networks"), "(null)\n");
+    fs.writeFileSync(path.join(params, "ip2nets"), "(null)\n");
+    await sleep(5);
+    expect((await catalog.read("modprobe.lnet_options", {})).stdout).toBe("lustre.conf: networks=tcp\n");
+
+    fs.writeFileSync(path.join(params, "ip2nets"), "tcp(eth0) 10.0.*.*\no2ib(ib0) 192.168.*.*\n");
+    await sleep(5);
+    expect((await catalog.read("modprobe.lnet_options", {})).stdout).toBe(
+      `lustre.conf: networks=tcp\n${params}: networks="" ip2nets="tcp(eth0) 10.0.*.*;o2ib(ib0) 192.168.*.*"\n`,
+    );
+
+    // A node image without modprobe.d: the module's parameters alone.
+    fs.rmSync(n.modprobe, { recursive: true });
+    fs.writeFileSync(path.join(params, "networks"), "tcp(eth1)\n");
+    fs.writeFileSync(path.join(params, "ip2nets"), "(null)\n");
+    await sleep(5);
+    expect(await catalog.read("modprobe.lnet_options", {})).toMatchObject({ ok: true, stdout: `${params}: networks="tcp(eth1)" ip2nets=""\n` });
+  });
+});
+
 describe("output over the cap", () => {
   it("is cut at a character boundary, within the cap, never into U+FFFD", async () => {
     // 40 bytes of options text per line, with two-byte characters right where a 64-byte cap falls.

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { CheckEngine } from "../engine/engine.js";
 import { demoBinDir, demoScenarioDir, resolveProgram, SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
@@ -7,7 +8,7 @@ import { pluginMetricHooks } from "../runtime/plugin-metrics.js";
 import { PluginRuntime } from "../runtime/runtime.js";
 import { UsageError, type Config } from "./config.js";
 import { createDemoDir, removeStaleDemoDirs, type DemoDir } from "./demo-dir.js";
-import { BUNDLED_PLUGINS_DIR } from "./package-info.js";
+import { BUNDLED_CHECKS, BUNDLED_PLUGINS_DIR, IMAGE_PLUGINS_DIR } from "./package-info.js";
 
 export interface RunningChecks {
   engine: CheckEngine;
@@ -17,6 +18,8 @@ export interface RunningChecks {
   stop(): Promise<void>;
   /** Facts for the start log line. */
   describe: Record<string, unknown>;
+  /** `[!]` lines for /readyz?verbose about how the checks were set up (none when all is as expected). */
+  notes(): string[];
 }
 
 interface HostView {
@@ -106,10 +109,17 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
   });
   await engine.start();
   await catalog.watch();
+  const notes = () => {
+    const note = bundledNote(cfg, runtime.current().plugins.map((p) => p.manifest.name));
+    return note ? [`[!]${note}`] : [];
+  };
+  const atStart = bundledNote(cfg, runtime.current().plugins.map((p) => p.manifest.name));
+  if (atStart) logger.warn({ pluginsDirs, bundled: BUNDLED_CHECKS }, atStart);
   return {
     engine,
     catalog,
     runtime,
+    notes,
     stop: async () => {
       await engine.stop();
       await catalog.stop();
@@ -126,4 +136,21 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       plugins: engine.plugins().map((p) => `${p.name}@${p.version}`),
     },
   };
+}
+
+/**
+ * `--plugins-dir` replaces the bundled plugins rather than adding to them:
+ * every shipped manifest names the image's copy first, and an operator who
+ * means to run only their own checks keeps that choice. What must not happen
+ * is that they go without a word, so a node-mode gateway whose directories
+ * hold none of the bundled Lustre checks says so, and how to keep them.
+ */
+export function bundledNote(cfg: Pick<Config, "pluginsDirs" | "mode">, loaded: readonly string[]): string | undefined {
+  if (cfg.pluginsDirs.length === 0 || cfg.mode !== "node") return undefined;
+  if (loaded.some((n) => BUNDLED_CHECKS.includes(n))) return undefined;
+  const bundledDir = [BUNDLED_PLUGINS_DIR, IMAGE_PLUGINS_DIR].find((d) => existsSync(d)) ?? IMAGE_PLUGINS_DIR;
+  return (
+    `bundled Lustre checks not loaded (${BUNDLED_CHECKS.join(", ")}): --plugins-dir replaces the bundled set; ` +
+    `to keep them, give their directory first: --plugins-dir=${bundledDir} --plugins-dir=${cfg.pluginsDirs[0]} (docs/plugins-bundled.md)`
+  );
 }

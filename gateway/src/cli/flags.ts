@@ -133,7 +133,7 @@ export const FLAGS = [
   flag({ group: "Serving", name: "shutdown-timeout", arg: "DURATION", default: "5s", parse: duration,
     help: "On SIGTERM/SIGINT, how long in-flight calls may take before connections are cut." }),
   flag({ group: "Checks", name: "plugins-dir", multiple: true, arg: "DIR", defaultText: "the bundled plugins (dist/plugins)",
-    help: "Directory of .wasm check plugins and their NAME.yaml/NAME.json configurations; watched, changes apply within seconds (ConfigMap ..data swaps included). Repeatable: a plugin name in a later directory replaces the same name from an earlier one." }),
+    help: "Directory of .wasm check plugins and their NAME.yaml/NAME.json configurations; watched, changes apply within seconds (ConfigMap ..data swaps included). Repeatable: a plugin name in a later directory replaces the same name from an earlier one. Given at all, it replaces the bundled Lustre checks; to keep them, give their directory first (the image's /etc/probegate/plugins, as the shipped manifests do; docs/plugins-bundled.md)." }),
   flag({ group: "Checks", name: "check-interval", arg: "DURATION", default: "5s", parse: durationAtLeast(CHECK_INTERVAL_FLOOR_MS, "each round runs every check and its commands"),
     help: `How often checks are re-evaluated; at least ${formatDuration(CHECK_INTERVAL_FLOOR_MS)}. Probe never waits for them.` }),
   flag({ group: "Checks", name: "plugin-timeout", arg: "DURATION", default: "500ms", parse: duration,

@@ -9,7 +9,7 @@ import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
 import { VERSION } from "./package-info.js";
-import { PLUGIN_ABIS } from "../runtime/types.js";
+import { spokenAbis } from "../runtime/abi/index.js";
 import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
@@ -22,7 +22,8 @@ function identityConfig(cfg: Config): IdentityConfig {
     manifest: {
       "probegate.version": VERSION,
       "probegate.mode": cfg.mode,
-      "probegate.plugin-abi": "1",
+      // Every plugin ABI this gateway loads, comma-separated (runtime/abi/, plugins/ABI.md).
+      "probegate.plugin-abi": spokenAbis(),
       "node.version": process.version,
       "node.platform": `${process.platform}/${process.arch}`,
     },
@@ -116,7 +117,7 @@ export async function main(argv: string[]): Promise<number> {
   const logger = createLogger(cfg.logLevel);
   guardProcess(logger);
   const metrics = new Metrics();
-  metrics.buildInfo.set({ version: VERSION, node_version: process.version, abi: PLUGIN_ABIS.join(",") }, 1);
+  metrics.buildInfo.set({ version: VERSION, node_version: process.version, abi: spokenAbis() }, 1);
   const stopSignal = waitForSignal(logger);
 
   let checks: RunningChecks;
@@ -161,7 +162,7 @@ export async function main(argv: string[]): Promise<number> {
       limits: cfg.limits,
       csiOnlyRoutes: upstream ? [upstream.route] : [],
       probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
-      healthNotes: upstream?.healthNotes,
+      healthNotes: () => [...checks.notes(), ...(upstream?.healthNotes() ?? [])],
       csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",

@@ -21,3 +21,9 @@ export const VERSION: string = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, "
 
 /** Where `npm run plugins:build` puts the bundled plugins. */
 export const BUNDLED_PLUGINS_DIR = path.join(PACKAGE_ROOT, "dist", "plugins");
+
+/** Where the image (deploy/Dockerfile) puts the same files: the first --plugins-dir of every shipped manifest. */
+export const IMAGE_PLUGINS_DIR = "/etc/probegate/plugins";
+
+/** The bundled Lustre node checks (plugins/*, the readiness ones; a test keeps this in step with dist/plugins). */
+export const BUNDLED_CHECKS: readonly string[] = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces"];

@@ -5,7 +5,7 @@ import { SingleFlight } from "../support/single-flight.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { coverageGaps } from "./coverage.js";
 import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
-import { runPlugin } from "./run-plugin.js";
+import { runPluginWithSources } from "./run-plugin.js";
 import type { SourceCatalog } from "./sources/index.js";
 import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
 
@@ -48,6 +48,8 @@ export interface PluginListing {
 interface RunResult {
   plugin: LoadedPlugin;
   outcome: CheckOutcome;
+  /** Sources whose program could not be run. */
+  missingTools: readonly string[];
   ranAt: Date;
 }
 
@@ -223,14 +225,14 @@ export class CheckEngine implements ReadinessProvider {
   }
 
   private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>): Promise<RunResult> {
-    const outcome = await runPlugin(this.opts, p, facts);
-    return { plugin: p, outcome, ranAt: new Date() };
+    const { outcome, missingTools } = await runPluginWithSources(this.opts, p, facts);
+    return { plugin: p, outcome, missingTools, ranAt: new Date() };
   }
 
   private apply(results: RunResult[]): void {
     const current = new Set(this.scheduled(this.runtime.current()).map((p) => p.key));
     const m = this.opts.metrics;
-    for (const { plugin: p, outcome, ranAt } of results) {
+    for (const { plugin: p, outcome, missingTools, ranAt } of results) {
       // The set may have been swapped while this round ran: results of
       // plugins that are gone or replaced are stale and dropped.
       if (!current.has(p.key)) continue;
@@ -254,7 +256,9 @@ export class CheckEngine implements ReadinessProvider {
           lastRunTime: now,
           durationMs: Math.round(outcome.durationMs * 1000) / 1000,
           plugin: pluginIdentity(p, this.runtime.configFor(p)),
-          fault: outcome.kind === "fault",
+          // A liveness "fail" over a missing tool says nothing about the
+          // driver's health, and a restart brings no tool back: it cannot tell.
+          fault: outcome.kind === "fault" || (p.manifest.probe === "liveness" && status === "fail" && missingTools.length > 0),
         },
       });
       if (transitioned) {

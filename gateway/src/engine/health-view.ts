@@ -1,4 +1,4 @@
-import type { Condition, HealthSnapshot, Override, Phase, Refusal } from "./state.js";
+import { cannotTell, type Condition, type HealthSnapshot, type Override, type Phase, type Refusal } from "./state.js";
 
 /** A condition plus the plugin key the engine tracks it by. */
 export interface TrackedCondition {
@@ -15,14 +15,14 @@ export interface Verdict {
 /**
  * Readiness fails closed: a required readiness check that fails, or whose
  * plugin faults, makes the gateway not ready — a check that cannot run cannot
- * vouch for the node. Liveness fails open on faults: live:false makes the CO
+ * vouch for the node; so does a required liveness check that cannot run. Liveness fails open on faults: live:false makes the CO
  * restart the driver, which cannot fix a broken plugin and would turn one bad
  * plugin rollout into a restart loop on every node.
  */
 export function judge(conditions: readonly Condition[], firstRoundDone: boolean): Verdict {
   const live = !conditions.some((c) => c.probe === "liveness" && c.severity === "required" && c.status === "fail" && !c.fault);
   if (!firstRoundDone) return { phase: "initializing", ready: false, live };
-  const ready = !conditions.some((c) => c.probe === "readiness" && c.severity === "required" && c.status === "fail");
+  const ready = !conditions.some((c) => (c.probe === "readiness" && c.severity === "required" && c.status === "fail") || cannotTell(c));
   return { phase: ready ? "ready" : "not-ready", ready, live };
 }
 

@@ -17,8 +17,28 @@ export interface PluginRunDeps {
  * input either way. Never rejects (neither read() nor runCheck() does).
  */
 export async function runPlugin(deps: PluginRunDeps, p: LoadedPlugin, facts: Readonly<Record<string, string>>): Promise<CheckOutcome> {
+  return (await runPluginWithSources(deps, p, facts)).outcome;
+}
+
+/** runPlugin, also giving the names of the sources whose program could not be started (missing tool). */
+export async function runPluginWithSources(
+  deps: PluginRunDeps,
+  p: LoadedPlugin,
+  facts: Readonly<Record<string, string>>,
+): Promise<{ outcome: CheckOutcome; missingTools: string[] }> {
   const sources = await Promise.all(
     p.manifest.sources.map(async (name) => [name, await deps.catalog.read(name, facts)] as [string, SourceResult]),
   );
-  return deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config));
+  const outcome = await deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config));
+  return { outcome, missingTools: sources.filter(([, r]) => toolMissing(r)).map(([name]) => name) };
+}
+
+/**
+ * The source's program could not be run at all: not on PATH, not executable,
+ * or nsenter/chroot exiting 126/127 because the program is missing behind the
+ * prefix (path-lookup.ts words the first two).
+ */
+function toolMissing(r: SourceResult): boolean {
+  if (r.ok) return false;
+  return /^ENOENT: \S+ not found (on PATH|or not executable)/.test(r.error ?? "") || r.exitCode === 126 || r.exitCode === 127;
 }

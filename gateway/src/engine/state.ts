@@ -27,7 +27,8 @@ export interface Condition {
   plugin: { name: string; version: string; sha256: string; file: string; dir?: string; config?: { file: string; sha256: string } };
   /**
    * The plugin faulted (timeout, trap, bad output, quarantine) instead of
-   * judging. A fault fails readiness but never liveness: see judge().
+   * judging, or (liveness) judged only that its tool is missing. A fault
+   * fails readiness, also for a liveness check, but never liveness: see judge().
    */
   fault: boolean;
 }
@@ -60,7 +61,18 @@ export interface ReadinessProvider {
  * except that a plugin fault never counts against liveness (as in judge()).
  */
 export function failing(s: HealthSnapshot, probe: ProbeKind): Condition[] {
-  return s.conditions.filter(
-    (c) => c.probe === probe && c.severity === "required" && c.status === "fail" && !(probe === "liveness" && c.fault),
+  return s.conditions.filter((c) =>
+    probe === "readiness"
+      ? (c.probe === "readiness" && c.severity === "required" && c.status === "fail") || cannotTell(c)
+      : c.probe === probe && c.severity === "required" && c.status === "fail" && !(probe === "liveness" && c.fault),
   );
+}
+
+/**
+ * A required liveness check whose plugin could not judge (quarantined, timed
+ * out, trapped, its tool missing). It cannot vouch for the node, so readiness
+ * fails; a restart cannot fix it, so liveness does not.
+ */
+export function cannotTell(c: Condition): boolean {
+  return c.probe === "liveness" && c.severity === "required" && c.status === "fail" && c.fault;
 }

@@ -1,5 +1,9 @@
 import { judge } from "../engine/health-view.js";
-import type { Condition, HealthSnapshot, ProbeKind } from "../engine/state.js";
+import { cannotTell, type Condition, type HealthSnapshot, type ProbeKind } from "../engine/state.js";
+import { oneLine } from "../support/one-line.js";
+
+/** A verbose line's bound: a check's line is its name, reason and a message cut at 1024 characters. */
+const LINE_MAX = 4096;
 
 export interface HealthView {
   ok: boolean;
@@ -24,12 +28,17 @@ export function healthView(s: HealthSnapshot, probe: ProbeKind, exclude: Readonl
     for (const c of s.conditions) {
       if (c.probe === "liveness" && failsLiveness(c) && !exclude.has(c.name)) {
         lines.push(`[-]${c.name} (liveness) failed: ${c.reason}: ${c.message}`);
+      } else if (cannotTell(c) && !exclude.has(c.name)) {
+        // Not a reason to restart, but nothing vouches for the node either (judge()).
+        lines.push(`[-]${c.name} (liveness) cannot run: ${c.reason}: ${c.message}`);
       }
     }
   }
   for (const r of s.refusals) lines.push(`[!]${r.dir ? `${r.dir}/` : ""}${r.file} refused: ${r.reason}: ${r.message}`);
   for (const o of s.overrides ?? []) lines.push(`[+]plugin ${o.name}: ${o.file} overrides ${o.replaced}`);
-  return { ok: verdict(s, probe, exclude), lines };
+  // The engine already made every message one line; this pass keeps it so
+  // whatever reaches a snapshot (a file name, a --sources problem).
+  return { ok: verdict(s, probe, exclude), lines: lines.map((l) => oneLine(l, LINE_MAX)) };
 }
 
 /** A failure that makes the node unhealthy: judged by the plugin, not a fault of it (see judge()). */

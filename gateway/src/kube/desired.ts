@@ -2,6 +2,7 @@
 // node is ready. Pure, computed from the engine's snapshot; no API access.
 import { failing, type Condition, type HealthSnapshot } from "../engine/state.js";
 import { conditionDomain, qualifiedNameProblem } from "./spec.js";
+import { oneLine } from "../support/one-line.js";
 
 export type ConditionStatus = "True" | "False" | "Unknown";
 
@@ -35,7 +36,7 @@ export function camelReason(s: string, fallback: string): string {
 }
 
 export function boundMessage(s: string): string {
-  return s.length <= MESSAGE_LIMIT ? s : `${s.slice(0, MESSAGE_LIMIT - 1)}…`;
+  return oneLine(s, MESSAGE_LIMIT);
 }
 
 function describe(c: Condition): string {

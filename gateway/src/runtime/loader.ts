@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { oneLine } from "../support/one-line.js";
 import { ABIS, DEFAULT_ABI, abiDescriptor, markers, workerAbi } from "./abi/index.js";
 import type { Sandbox } from "./sandbox.js";
 import { parseManifest } from "./schema.js";
@@ -26,7 +27,8 @@ export function sha256Hex(bytes: Uint8Array): string {
 }
 
 export function refusal(file: string, reason: RefusalReason, message: string, sha256?: string): PluginRefusal {
-  return { file, reason, message, sha256, at: new Date().toISOString() };
+  // Messages quote manifests and file names: one line, like a check's message.
+  return { file, reason, message: oneLine(message, 2048), sha256, at: new Date().toISOString() };
 }
 
 /** Checks that need no execution: size, format, imports, exports, memory cap. */

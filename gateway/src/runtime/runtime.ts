@@ -52,6 +52,13 @@ interface FileEntry {
   name: string;
   sha256: string;
   result: LoadResult;
+  /**
+   * The last module of this file that loaded, still in force while the file's
+   * current content is refused: an in-place replacement by a half-copied file,
+   * garbage or another plugin's module must not make the check disappear (the
+   * same rule as a refused configuration file). Removing the file removes it.
+   */
+  kept?: LoadedPlugin;
   /** Kept so a DuplicateName refusal keeps its first timestamp across rescans. */
   duplicate?: PluginRefusal;
   /** For a manifest() timeout, which a starved node can cause: consecutive timeouts and when to try again. */
@@ -222,7 +229,7 @@ export class PluginRuntime {
           next.set(id, prev);
           continue;
         }
-        const result: LoadResult = f.bytes
+        let result: LoadResult = f.bytes
           ? await loadPlugin(f.bytes, f.name, {
               sandbox: this.sandbox,
               isKnownSource: this.opts.isKnownSource,
@@ -239,7 +246,25 @@ export class PluginRuntime {
           if (result.ok) result.plugin.dir = dir;
           else result.refusal.dir = dir;
         }
+        const good = lastGood(prev);
+        if (result.ok && good && good.manifest.name !== result.plugin.manifest.name) {
+          // The file held one plugin and now holds another: most likely a copy
+          // onto the wrong name. Swapping checks under the operator's feet is
+          // refused; a new name goes in a new file.
+          this.sandbox.unregister(result.plugin.key);
+          result = {
+            ok: false,
+            refusal: refusal(
+              f.name,
+              "NameChanged",
+              `the file held plugin ${good.manifest.name} and now holds plugin ${result.plugin.manifest.name}; put ${result.plugin.manifest.name} in a file of its own, or remove ${f.name} first to drop ${good.manifest.name}`,
+              f.sha256,
+            ),
+          };
+          if (multi) result.refusal.dir = dir;
+        }
         const entry: FileEntry = { dir, name: f.name, sha256: f.sha256, result };
+        if (!result.ok && good) keepLastGood(entry, good);
         if (!result.ok && result.refusal.reason === "PluginTimeout") {
           // Retried with backoff rather than refused for good: the deadline may
           // have been missed because the node was starved, not because the
@@ -258,7 +283,10 @@ export class PluginRuntime {
         else {
           const r = refusal(e.name, "Unreadable", e.message);
           if (multi) r.dir = dir;
-          next.set(id, { dir, name: e.name, sha256: sha, result: { ok: false, refusal: r } });
+          const entry: FileEntry = { dir, name: e.name, sha256: sha, result: { ok: false, refusal: r } };
+          const good = lastGood(prev);
+          if (good) keepLastGood(entry, good);
+          next.set(id, entry);
         }
       }
     }
@@ -274,11 +302,11 @@ export class PluginRuntime {
     const byName = new Map<string, { dirIndex: number; id: string; plugin: LoadedPlugin }>();
     const order = [...next.entries()].sort(([, a], [, b]) => this.dirs.indexOf(a.dir) - this.dirs.indexOf(b.dir) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const [id, entry] of order) {
-      if (!entry.result.ok) {
-        refusals.push(entry.result.refusal);
-        continue;
-      }
-      const p = entry.result.plugin;
+      if (!entry.result.ok) refusals.push(entry.result.refusal);
+      // A refused replacement leaves the file's last good module in force,
+      // unless what it reads has left the source catalog since.
+      const p = entry.result.ok ? entry.result.plugin : entry.kept?.manifest.sources.every((s) => this.opts.isKnownSource(s)) ? entry.kept : undefined;
+      if (!p) continue;
       const dirIndex = this.dirs.indexOf(entry.dir);
       const holder = byName.get(p.manifest.name);
       if (holder !== undefined && holder.dirIndex === dirIndex) {
@@ -317,9 +345,10 @@ export class PluginRuntime {
     // Modules of replaced or removed files leave the sandbox only after the
     // swap: a round still holding the old set gets PluginUnloaded for them,
     // which the engine discards because the plugin is no longer current.
-    const liveKeys = new Set([...next.values()].flatMap((e) => (e.result.ok ? [e.result.plugin.key] : [])));
+    const liveKeys = new Set([...next.values()].flatMap((e) => (e.result.ok ? [e.result.plugin.key] : e.kept ? [e.kept.key] : [])));
     for (const e of old.values()) {
-      if (e.result.ok && !liveKeys.has(e.result.plugin.key)) this.sandbox.unregister(e.result.plugin.key);
+      const key = e.result.ok ? e.result.plugin.key : e.kept?.key;
+      if (key !== undefined && !liveKeys.has(key)) this.sandbox.unregister(key);
     }
     this.quarantine.retain(new Set(plugins.map((p) => this.healthKey(p))));
 
@@ -330,24 +359,51 @@ export class PluginRuntime {
       overrides: Object.freeze(overrides),
       version: prev.version + 1,
     });
+    // Unloaded before loaded, each with its sha256: a replacement reads as
+    // "old out, new in" in the log, in the order it took effect.
+    const nowKeys = new Set(plugins.map((p) => p.key));
+    for (const p of prev.plugins) {
+      if (!nowKeys.has(p.key)) {
+        this.opts.logger?.info({ plugin: p.manifest.name, version: p.manifest.version, file: p.file, dir: p.dir, sha256: p.sha256 }, "plugin unloaded");
+      }
+    }
+    const prevByName = new Map(prev.plugins.map((p) => [p.manifest.name, p]));
     for (const p of plugins) {
       if (!prevKeys.has(p.key)) {
-        this.opts.logger?.info({ plugin: p.manifest.name, version: p.manifest.version, file: p.file, sha256: p.sha256 }, "plugin loaded");
+        const old = prevByName.get(p.manifest.name);
+        const replaced = old && !nowKeys.has(old.key) ? { replaces: old.sha256 } : {};
+        this.opts.logger?.info({ plugin: p.manifest.name, version: p.manifest.version, file: p.file, dir: p.dir, sha256: p.sha256, ...replaced }, "plugin loaded");
         this.opts.onLoaded?.(p);
       }
     }
+    const keptBy = new Map([...next.values()].flatMap((e) => (!e.result.ok && e.kept && nowKeys.has(e.kept.key) ? [[e.result.refusal, e.kept] as const] : [])));
     for (const r of refusals) {
       if (!prevRefusals.has(refusalId(r))) {
-        this.opts.logger?.warn({ file: r.file, dir: r.dir, reason: r.reason, sha256: r.sha256, detail: r.message }, r.reason === "ConfigInvalid" ? "plugin configuration refused" : "plugin refused");
+        const kept = keptBy.get(r as PluginRefusal);
+        const what = r.reason === "ConfigInvalid" ? "plugin configuration refused" : kept ? "plugin refused; the last good module stays in force" : "plugin refused";
+        this.opts.logger?.warn(
+          { file: r.file, dir: r.dir, reason: r.reason, sha256: r.sha256, detail: r.message, ...(kept ? { plugin: kept.manifest.name, keptSha256: kept.sha256 } : {}) },
+          what,
+        );
         this.opts.onRefused?.(r);
       }
     }
-    const nowKeys = new Set(plugins.map((p) => p.key));
-    for (const p of prev.plugins) {
-      if (!nowKeys.has(p.key)) this.opts.logger?.info({ plugin: p.manifest.name, file: p.file }, "plugin unloaded");
-    }
     for (const fn of this.listeners) fn(this.set);
   }
+}
+
+/** The module of this file that last loaded: its current one, or the one kept while its content is refused. */
+function lastGood(prev: FileEntry | undefined): LoadedPlugin | undefined {
+  // A file refused as a duplicate held nothing in force.
+  if (!prev || prev.duplicate) return undefined;
+  return prev.result.ok ? prev.result.plugin : prev.kept;
+}
+
+/** The refusal says which module stays in force, so `[!]` lines and logs tell the operator the check still runs. */
+function keepLastGood(entry: FileEntry, good: LoadedPlugin): void {
+  if (entry.result.ok) return;
+  entry.kept = good;
+  entry.result.refusal.message += `; the last good module of ${good.manifest.name} (sha256 ${good.sha256.slice(0, 12)}) stays in force until the file loads or is removed`;
 }
 
 function refusalId(r: PluginRefusal): string {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { abiDescriptor } from "./abi/index.js";
 import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABIS, STORAGE_HEALTH_STATUSES, VOLUME_HEALTH_STATUSES, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginAbi, type PluginManifest } from "./types.js";
+import { oneLine } from "../support/one-line.js";
 
 // Per plugins/ABI.md, versions 1 and 2 (same manifest and output schemas;
 // only the calling convention differs). Unknown extra keys are ignored (zod strips them).
@@ -100,7 +101,9 @@ function describeValue(v: unknown): string {
 
 const FS_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const HEALTH_MAX = 256;
-const cutMessage = (m: string) => (m.length > MESSAGE_MAX ? `${m.slice(0, MESSAGE_MAX)}…` : m);
+// One line (a line break could forge another check's line in /readyz), then
+// MESSAGE_MAX characters and "…" when cut.
+const cutMessage = (m: string) => oneLine(m, MESSAGE_MAX + 1);
 
 const healthEntry = z.object({
   status: z.enum([...STORAGE_HEALTH_STATUSES, ...VOLUME_HEALTH_STATUSES]),

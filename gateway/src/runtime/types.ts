@@ -33,6 +33,7 @@ export type RefusalReason =
   | "BadExport"
   | "UnknownSource"
   | "DuplicateName"
+  | "NameChanged"
   | "PluginTimeout"
   | "PluginTrap"
   | "PluginMemoryLimit"

@@ -1,6 +1,7 @@
 //! The ABI v2 boundary: what `export_plugin!` expands to, and the host's imports.
 use alloc::string::String;
 use core::alloc::Layout;
+use core::fmt::Write;
 
 use crate::input::Input;
 use crate::verdict::Verdict;
@@ -34,6 +35,43 @@ pub fn abort(message: &str) -> ! {
     }
     #[cfg(not(target_arch = "wasm32"))]
     panic!("abort: {}", message)
+}
+
+/// What `export_plugin!`'s panic hook calls: aborts the call with the panic's
+/// message and place, so the host reports `PluginTrap` "abort: panic: …".
+/// The text is built in a fixed buffer: a panic may come from the allocator.
+pub fn panicked(message: &str, at: Option<(&str, u32, u32)>) -> ! {
+    let mut buf = Fixed { bytes: [0; 512], len: 0 };
+    let _ = match at {
+        Some((file, line, col)) => write!(buf, "panic: {} at {}:{}:{}", message, file, line, col),
+        None => write!(buf, "panic: {}", message),
+    };
+    abort(buf.as_str())
+}
+
+/// A `core::fmt::Write` into 512 bytes that drops what does not fit (at a character boundary).
+struct Fixed {
+    bytes: [u8; 512],
+    len: usize,
+}
+
+impl Fixed {
+    fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("panic")
+    }
+}
+
+impl core::fmt::Write for Fixed {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.bytes.len() - self.len;
+        let mut n = s.len().min(room);
+        while n > 0 && !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
 }
 
 /// Hands a string to the host as `ptr | len << 32`. Its memory stays valid

@@ -44,15 +44,38 @@ pub const ABI_VERSION: u32 = 2;
 /// Exports the ABI v2 entry points (`pg_manifest`, `pg_check`, `pg_alloc`,
 /// `pg_reset`) from the plugin crate, around `manifest() -> Manifest` and
 /// `check(&Input) -> Verdict`.
+///
+/// It also installs a panic hook (the plugin crate has `std`; this crate does
+/// not): a `panic!` reaches the host as `abort: panic: MESSAGE at FILE:LINE:COL`,
+/// so `probegate plugin test` and the `[-]` line say what went wrong instead of
+/// a bare `unreachable`.
 #[macro_export]
 macro_rules! export_plugin {
     ($manifest:path, $check:path) => {
+        fn __probegate_panic_hook() {
+            static INSTALLED: ::core::sync::atomic::AtomicBool = ::core::sync::atomic::AtomicBool::new(false);
+            if !INSTALLED.swap(true, ::core::sync::atomic::Ordering::Relaxed) {
+                ::std::panic::set_hook(::std::boxed::Box::new(|info| {
+                    let payload = info.payload();
+                    let message = match payload.downcast_ref::<&str>() {
+                        Some(s) => *s,
+                        None => match payload.downcast_ref::<::std::string::String>() {
+                            Some(s) => s.as_str(),
+                            None => "(no message)",
+                        },
+                    };
+                    $crate::abi::panicked(message, info.location().map(|l| (l.file(), l.line(), l.column())))
+                }));
+            }
+        }
         #[no_mangle]
         pub extern "C" fn pg_manifest() -> u64 {
+            __probegate_panic_hook();
             $crate::abi::emit($manifest().to_json())
         }
         #[no_mangle]
         pub extern "C" fn pg_check(ptr: *const u8, len: usize) -> u64 {
+            __probegate_panic_hook();
             $crate::abi::run_check(ptr, len, $check)
         }
         #[no_mangle]

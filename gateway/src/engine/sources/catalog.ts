@@ -156,7 +156,7 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
     // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
     fileSource("kernel.release", join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
     modulesDepSource("kernel.modules_dep", opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
-    modprobeOptionsSource("modprobe.lnet_options", opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes),
+    modprobeOptionsSource("modprobe.lnet_options", opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes, join(opts.sysfs, "module", "lnet", "parameters")),
     // Run through the same prefix or namespace as lnetctl, so "present" means
     // present where the mount will run it; any exit but "not found" will do.
     commandSource(

@@ -32,14 +32,56 @@ function optionDirectives(text: string, module: string): string[] {
   return out;
 }
 
-/** Output: one `FILE: PARAMETERS` line per directive, files in name order as modprobe reads them. */
-export function modprobeOptionsSource(name: string, dir: string, module: string, ttlMs: number, maxOutputBytes: number): SourceDef {
+/** The parameters a module's LNet configuration comes from (charp parameters read "(null)" when unset). */
+const RUNNING_PARAMS = ["networks", "ip2nets"] as const;
+const PARAM_CAP = 4096;
+
+/**
+ * The running module's `networks=`/`ip2nets=` as one more `LABEL: PARAMETERS`
+ * line, or "" when the module is not loaded or sets neither. LNet is
+ * configured from these values at the first mount, whatever modprobe.d says
+ * now (it applies at the next load), and installers such as GKE's pass them on
+ * modprobe's command line, where modprobe.d never sees them. Both keys are
+ * written (an unset one as "") so that, the last setting winning, they
+ * replace the directives' values rather than mix with them.
+ */
+async function runningParams(paramsDir: string): Promise<{ line: string } | { error: string }> {
+  const values: string[] = [];
+  let set = false;
+  for (const param of RUNNING_PARAMS) {
+    const r = await readCapped(join(paramsDir, param), PARAM_CAP);
+    if (!r.ok) {
+      if (r.code === "ENOENT") {
+        values.push(`${param}=""`);
+        continue;
+      }
+      return { error: r.error };
+    }
+    // ip2nets entries may be separated by line breaks; the output is one line per setting.
+    const v = r.text.trim().replace(/\r?\n/g, ";").replace(/[\p{Cc}"]/gu, " ").trim();
+    const unset = v === "" || v === "(null)";
+    if (!unset) set = true;
+    values.push(`${param}="${unset ? "" : v}"`);
+  }
+  if (!set) return { line: "" };
+  return { line: `${paramsDir.replace(/[\p{Cc}\s:]/gu, "?")}: ${values.join(" ")}\n` };
+}
+
+/**
+ * Output: one `FILE: PARAMETERS` line per directive, files in name order as
+ * modprobe reads them; then, with `paramsDir` (<sysfs>/module/MODULE/parameters)
+ * and the module loaded, one line of its running `networks=`/`ip2nets=` values.
+ */
+export function modprobeOptionsSource(name: string, dir: string, module: string, ttlMs: number, maxOutputBytes: number, paramsDir?: string): SourceDef {
   const run = async (): Promise<Produced> => {
     let entries;
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      // No modprobe.d, but a loaded module whose parameters say it all (a node image without one).
+      const running = code === "ENOENT" && paramsDir ? await runningParams(paramsDir) : undefined;
+      if (running && "line" in running && running.line) return fileOutput(running.line, false, maxOutputBytes, `options ${module} in ${dir}`);
       return fileFailure(code === "ENOENT" ? missingFileError(dir) : `${code}: ${dir} cannot be read`);
     }
     const files = entries
@@ -58,6 +100,11 @@ export function modprobeOptionsSource(name: string, dir: string, module: string,
       if (r.truncated) return fileFailure(`EFBIG: ${join(dir, file)} exceeded ${MODPROBE_FILE_CAP} bytes`, text);
       const label = file.replace(/[\p{Cc}\s:]/gu, "?");
       for (const params of optionDirectives(r.text, module)) text += `${label}: ${params}\n`;
+    }
+    if (paramsDir) {
+      const running = await runningParams(paramsDir);
+      if ("error" in running) return fileFailure(running.error, text);
+      text += running.line;
     }
     const capped = capUtf8(text, maxOutputBytes);
     return fileOutput(capped.text, capped.cut, maxOutputBytes, `options ${module} in ${dir}`);

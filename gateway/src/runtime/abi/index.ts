@@ -18,3 +18,8 @@ export const DEFAULT_ABI: AbiDescriptor = ABI_V1;
 export function abiDescriptor(version: PluginAbi): AbiDescriptor {
   return ABI_DESCRIPTORS[version];
 }
+
+/** The versions spoken, "1,2": GetPluginInfo's probegate.plugin-abi and build_info's abi label. */
+export function spokenAbis(): string {
+  return ABIS.map((d) => d.version).join(",");
+}
