@@ -167,6 +167,12 @@ describe("node mode: the health RPCs on the CSI socket", () => {
     expect(after.healthStatuses.map((e) => ({ status: e.status as number, reason: e.reason }))).toEqual([{ status: 2, reason: "MountHung" }]);
     // Evaluated volumes are not requested again.
     expect(health.requested).toHaveLength(1);
+
+    // A full registry: refused as such, not answered as healthy.
+    health.maxVolumes = 1;
+    const full = await rawCall(unix, VOLUME, volumeReq("vol-2", "/t/2"));
+    expect(full.error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(full.error?.details).toContain("already tracks 1 volumes");
   });
 
   it("serves nothing of the Node service on the TCP port, and lists csi.v1.Node over reflection on the socket only", async () => {

@@ -140,7 +140,9 @@ export function createNodeHealthRoute(opts: NodeHealthRouteOptions): StreamRoute
           origin: "request",
         });
       } catch (err) {
-        return refuse(stream, Code.InvalidArgument, echo((err as Error).message));
+        // A full registry (--max-volumes) is no fault of the request: say so rather than answer "healthy".
+        const code = (err as { kind?: string }).kind === "limit" ? Code.ResourceExhausted : Code.InvalidArgument;
+        return refuse(stream, code, echo((err as Error).message));
       }
     }
     if (!gateway || !driver?.advertises()?.volume) return reply(stream, answers.volume(volumeId));

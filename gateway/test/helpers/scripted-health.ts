@@ -78,6 +78,8 @@ export class ScriptedHealth implements StorageHealthView, VolumeRegistry {
     this.forgotten.push({ volumeId, path });
     this.known.delete(volumeId);
   }
+  /** When set, a request for a new volume is refused as the real registry does past --max-volumes. */
+  maxVolumes = Infinity;
   /** The contract's refusals: not absolute, "..", over 4096 bytes, NUL. */
   request(ref: VolumeRef): void {
     for (const p of [ref.targetPath, ref.stagingPath]) {
@@ -86,6 +88,9 @@ export class ScriptedHealth implements StorageHealthView, VolumeRegistry {
       if (p.split("/").includes("..")) throw new Error(`path ${JSON.stringify(p.slice(0, 64))} contains ".."`);
       if (Buffer.byteLength(p) > 4096) throw new Error("path is longer than 4096 bytes");
       if (p.includes("\0")) throw new Error("path contains NUL");
+    }
+    if (!this.known.has(ref.volumeId) && this.known.size >= this.maxVolumes) {
+      throw Object.assign(new Error(`probegate already tracks ${this.known.size} volumes`), { kind: "limit" });
     }
     this.requested.push(ref);
     if (!this.known.has(ref.volumeId)) this.known.set(ref.volumeId, { ref, entries: undefined });
