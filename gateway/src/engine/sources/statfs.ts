@@ -16,7 +16,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { resolveProgram } from "./path-lookup.js";
 import type { Produced, SourceDef } from "./definitions.js";
-import { escapeMountField, mountHolding, parseMountTable } from "./mount-table.js";
+import { escapeMountField, mountHolding, parseMountTable, type MountEntry } from "./mount-table.js";
 import { volumePathProblem } from "./validate.js";
 
 export type StatfsResult =
@@ -83,6 +83,7 @@ interface Probe {
 export class StatfsProber {
   private readonly outstanding = new Map<string, Probe>();
   private stopped = false;
+  private parsed: { text: string; entries: MountEntry[] } = { text: "", entries: [] };
 
   constructor(private readonly opts: StatfsProberOptions) {}
 
@@ -126,7 +127,9 @@ export class StatfsProber {
   private async access(path: string): Promise<"ro" | "rw"> {
     const text = await this.opts.mountTable().catch(() => undefined);
     if (text === undefined) return "rw";
-    const m = mountHolding(parseMountTable(text), path);
+    // Every probe of a round sees the same (cached) table: parse it once.
+    if (text !== this.parsed.text) this.parsed = { text, entries: parseMountTable(text) };
+    const m = mountHolding(this.parsed.entries, path);
     return m?.options.includes("ro") ? "ro" : "rw";
   }
 
