@@ -135,6 +135,7 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     close: () => {
       identity.stop();
       driverHealth?.stop();
+      healthRoute?.close();
       return conn.close();
     },
   };
