@@ -15,6 +15,11 @@ import { PluginRuntime } from "../src/runtime/runtime.js";
 import { storagePlugin, volumePlugin } from "./helpers/health-plugins.js";
 import { compileEcho } from "./hostile/build.js";
 import { silentLogger, tempDir, waitFor } from "./hostile/harness.js";
+import { probe } from "./gateway-mode-harness.js";
+import { unixClient } from "./helpers/fake-csi-driver.js";
+import { startGateway } from "../src/gateway.js";
+import { LocalProbeSource } from "../src/services/probe-source.js";
+import { parseEndpoint } from "../src/transport/endpoint.js";
 
 const DEGRADED = JSON.stringify({
   status: "fail",
@@ -321,6 +326,36 @@ describe("volume health", () => {
       return s.health.view.volume("vh")!.length === 0;
     }, "vh healthy again");
     expect(s.statLog().filter((l) => l.endsWith(" /mnt/hang1")).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("Probe keeps answering through a running gateway while every volume's statfs hangs", async () => {
+    const s = await setup({ plugins: ["ready", "vol"], statfsBoundMs: 200 });
+    const socket = join(s.root, "csi.sock");
+    const gw = await startGateway({
+      csiEndpoint: parseEndpoint(`unix://${socket}`),
+      identity: { driverName: "probegate.test", vendorVersion: "0.0.0", manifest: {}, capabilities: [] },
+      readiness: s.engine,
+      probe: new LocalProbeSource(s.engine, "readiness"),
+      logger: silentLogger,
+      metrics: s.metrics,
+    });
+    const client = unixClient(socket);
+    cleanups.push(async () => {
+      client.close();
+      await gw.close(1000);
+    });
+    writeFileSync(join(s.root, "hang"), "");
+    for (let i = 0; i < 8; i++) s.health.registry.remember({ volumeId: `v${i}`, targetPath: `/mnt/hang${i}`, origin: "publish" });
+    for (let i = 0; i < 3; i++) {
+      const rounds = s.round();
+      expect(await probe(client)).toEqual({ ready: true });
+      await rounds;
+      expect(await probe(client)).toEqual({ ready: true });
+    }
+    for (let i = 0; i < 8; i++) expect(s.health.view.volume(`v${i}`)).toMatchObject([{ status: "INACCESSIBLE", reason: "MountHung" }]);
+    // One process per hung mount, however many rounds asked.
+    expect(s.catalog.statfsOutstanding()).toBe(8);
+    expect(s.statLog()).toHaveLength(8);
   });
 
   it("stopping ends a hung probe's process", async () => {
