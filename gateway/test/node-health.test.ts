@@ -329,8 +329,13 @@ describe("gateway mode: the health RPCs in front of a driver", () => {
     h.driver.script(VOLUME, { message: Buffer.from([0x0a, 0xff]) });
     expect(backends((await rawCall(h.client, STORAGE, storageReq())).response!)).toEqual([{ status: 1, reason: "OstUnreachable", message: "lustrefs: OST0003 not FULL/IDLE" }]);
     expect(volumeHealth((await rawCall(h.client, VOLUME, volumeReq("vol-1", "/t/1"))).response!).healthStatuses.map((e) => e.reason)).toEqual(["NotMounted"]);
+    // A driver slower than the caller's deadline: probegate's entries still arrive, within it.
+    h.driver.script(STORAGE, { delayMs: 5_000, message: driverStorage });
+    const slow = await rawCall(h.client, STORAGE, storageReq(), { deadline: Date.now() + 1_500 });
+    expect(slow.error).toBeUndefined();
+    expect(backends(slow.response!).map((b) => b.reason)).toEqual(["OstUnreachable"]);
     const metrics = await h.metrics.registry.metrics();
-    expect(metrics).toMatch(/probegate_upstream_health_failures_total\{method="NodeGetStorageHealth"\} 1/);
+    expect(metrics).toMatch(/probegate_upstream_health_failures_total\{method="NodeGetStorageHealth"\} 2/);
     expect(metrics).toMatch(/probegate_upstream_health_failures_total\{method="NodeGetVolumeHealth"\} 1/);
     expect(h.logs.text).toContain("INTERNAL: driver broke");
   });

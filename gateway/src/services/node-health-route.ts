@@ -184,8 +184,10 @@ export function createNodeHealthRoute(opts: NodeHealthRouteOptions): NodeHealthR
       resetUnreadRequest(stream);
       return true;
     }
+    // The driver gets less than the caller's deadline, so that when it is slow
+    // probegate's own entries still arrive in time.
     const callerMs = parseGrpcTimeout(headers["grpc-timeout"]);
-    const timeoutMs = Math.max(1, Math.min(callerMs ?? cap, cap));
+    const timeoutMs = Math.max(1, Math.min(callerMs === undefined ? cap : callerMs - Math.max(50, callerMs / 10), cap));
 
     const chunks: Buffer[] = [];
     let size = 0;
