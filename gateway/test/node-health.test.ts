@@ -237,6 +237,11 @@ describe("node mode: the health RPCs on the CSI socket", () => {
       expect(lines.filter((l) => l.startsWith("[+]volume ") || l.startsWith("[!]volume "))).toHaveLength(50);
       expect(lines).toContain("[+]11 more volumes not listed (probegate lists 50)");
     }
+    const json = await (await fetch(`http://${http}/readyz`, { headers: { accept: "application/json" } })).json();
+    expect(json.storageHealth.storage).toEqual([expect.objectContaining({ status: "STORAGE_DEGRADED", reason: "OstUnreachable", fs: "lustrefs" })]);
+    expect(json.storageHealth.volumes).toHaveLength(50);
+    expect(json.storageHealth.volumes[0]).toEqual({ volumeId: "vol-0", evaluated: true, entries: [expect.objectContaining({ status: "DEGRADED", reason: "ReadOnly" })] });
+    expect(json.storageHealth.volumesNotListed).toBe(11);
   });
 });
 

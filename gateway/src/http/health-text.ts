@@ -107,3 +107,15 @@ export function storageHealthLines(view: StorageHealthView | undefined, maxVolum
   }
   return lines;
 }
+
+/** The same for the JSON form: entries as the view holds them, the volumes bounded alike. */
+export function storageHealthJson(view: StorageHealthView, maxVolumes = VERBOSE_MAX_VOLUMES) {
+  const volumes = view.hasVolumeChecks() ? view.volumes() : [];
+  return {
+    storageChecks: view.hasStorageChecks(),
+    volumeChecks: view.hasVolumeChecks(),
+    storage: view.hasStorageChecks() ? view.storage() : [],
+    volumes: volumes.slice(0, maxVolumes).map(({ ref, entries }) => ({ volumeId: ref.volumeId, evaluated: entries !== undefined, entries: entries ?? [] })),
+    volumesNotListed: Math.max(0, volumes.length - maxVolumes),
+  };
+}
