@@ -91,6 +91,8 @@ export interface SourceCatalogOptions {
   statfsBoundMs?: number;
   /** volume.statfs: probes outstanding at once, hung ones included. Default 64. */
   statfsMaxOutstanding?: number;
+  /** volume.statfs: a path that answered is probed again after this long. Default 30 s. */
+  statfsIntervalMs?: number;
 }
 
 /**
@@ -98,8 +100,10 @@ export interface SourceCatalogOptions {
  * a target down (lazystatfs fails fast); 5 s is far past that and well under
  * the kubelet's one-minute health cadence. 64 outstanding probes covers a hung
  * statfs on every volume of a busy node, and bounds the processes a hang keeps.
+ * A healthy path is probed every 30 s (half the kubelet's cadence): a new hang
+ * shows within 35 s, and 8 volumes cost a process start every ~4 s, not 8 every round.
  */
-export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000 });
+export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000, intervalMs: 30_000 });
 
 /** A --sources file edit that was refused (the last good set stays); shown as a `[!]` line. */
 export interface SourcesProblem {
@@ -219,6 +223,7 @@ export class SourceCatalog {
     ctx.statfs = new StatfsProber({
       boundMs: opts.statfsBoundMs ?? STATFS_DEFAULTS.boundMs,
       maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
+      intervalMs: opts.statfsIntervalMs ?? STATFS_DEFAULTS.intervalMs,
       env: ctx.env,
       prefix: async () => {
         if (!namespace) return { ok: true, argv: ctx.commandPrefix };
