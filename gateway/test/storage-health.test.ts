@@ -203,7 +203,7 @@ describe("storage checks", () => {
       await s.round();
       const c = s.engine.snapshot().conditions.find((x) => x.name === "st")!;
       expect(c).toMatchObject({ fault: true, reason: "PluginBadOutput" });
-      expect(c.message).toContain("DEGRADED is not a storage status");
+      expect(c.message).toContain('health status DEGRADED is not allowed for a probe "storage" plugin');
       expect(s.health.view.storage().map((e) => [e.status, e.reason])).toEqual(good);
     }
     s.setCase("garbage");

@@ -135,8 +135,22 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
   "kernel.modules_dep",
   "modprobe.lnet_options",
   "mount_lustre.version",
+  "lctl.imports",
+  "lctl.import_states",
+  "lfs.getname",
+  "lustre.health_check",
+  "lnetctl.net_show_health",
   "volume.statfs",
 ]);
+
+/**
+ * `lctl get_param {osc,mdc,mgc}.*.import` prints 1.5–2 KiB per target (the
+ * connect flags alone are ~400 bytes), so a client of a 1,000-OST file system
+ * prints ~2 MiB: past the 1 MiB that bounds LNet outputs. 4 MiB covers ~2,000
+ * targets over all mounts; more is cut and the plugin reports it cannot tell
+ * (fail closed), never that it saw the imports healthy.
+ */
+export const LUSTRE_IMPORTS_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * The presence check of mount.lustre runs a process; its answer only changes
@@ -181,6 +195,33 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
       ctx,
     ),
+    // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
+    // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
+    // cache); globs are lctl's own, never a shell's.
+    commandSource(
+      {
+        name: "lctl.imports",
+        argv: ["lctl", "get_param", "osc.*.import", "mdc.*.import", "mgc.*.import"],
+        label: "lctl get_param *.import",
+        ...cmd,
+        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
+      },
+      ctx,
+    ),
+    commandSource(
+      {
+        name: "lctl.import_states",
+        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state"],
+        label: "lctl get_param *.state",
+        ...cmd,
+        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
+      },
+      ctx,
+    ),
+    commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd }, ctx),
+    commandSource({ name: "lustre.health_check", argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
+    // Verbosity 3 is the lowest that prints every NI's `health stats` (`health value`) in 2.12–2.17.
+    commandSource({ name: "lnetctl.net_show_health", argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
     ...(ctx.statfs ? [statfsSource("volume.statfs", ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes)] : []),
   ];
 }
