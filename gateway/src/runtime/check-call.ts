@@ -18,5 +18,5 @@ export async function callCheck(sandbox: Sandbox, p: LoadedPlugin, input: string
   const family = applyHealthFamily(p.manifest.probe, parsed.output);
   return family.ok
     ? { kind: "verdict", output: family.output, durationMs: r.durationMs }
-    : { kind: "fault", reason: "PluginBadOutput", message: `invalid check output: ${family.message}`, durationMs: r.durationMs };
+    : { kind: "fault", reason: "PluginBadOutput", message: family.message, durationMs: r.durationMs };
 }
