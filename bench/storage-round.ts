@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     return;
   }
   const binary = readFileSync(process.env.BENCH_WASM);
+  if (process.argv.includes("--lustre")) return lustreRounds(process.argv.slice(2).map(Number).filter((n) => n > 0));
   const counts = process.argv.slice(2).map(Number).filter((n) => n > 0);
   const logger = pino({ level: "silent" });
   for (const n of counts.length ? counts : [1, 8, 64]) {
@@ -87,6 +88,82 @@ async function main(): Promise<void> {
     }
     const bad = health.view.volumes().filter((v) => (v.entries?.length ?? 1) > 0).length;
     console.log(JSON.stringify({ volumes: n, cpuMsPerRound: +(cpuUs / rounds / 1000).toFixed(2), wallMsPerRound: +(wallMs / rounds).toFixed(1), volumesWithEntries: bad }));
+    await health.stop();
+    await engine.stop();
+    await catalog.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * --lustre: whole rounds (engine round with the bundled lustre-imports storage
+ * check, then the volume round with volume-lustre-health) on a fake client
+ * whose N mounts of one file system each hold 1 MDT and 64 OSTs (N×65 imports),
+ * the demo's fake lctl/lfs and a fake stat; rounds 2.1 s apart so the lctl
+ * outputs are read anew each round (the command cache lives 2 s), as at the
+ * default 5 s interval. statfs answers are reused (30 s) as on a node.
+ */
+async function lustreRounds(counts: number[]): Promise<void> {
+  const { demoBinDir } = await import("../gateway/src/engine/sources/demo.js");
+  const fake = (await import(join(demoBinDir(), "..", "lib", "fake-lustre.js"))) as {
+    renderImports(d: object): string;
+    renderStates(d: object): string;
+    renderGetname(d: object): string;
+  };
+  const logger = pino({ level: "silent" });
+  for (const n of counts.length ? counts : [1, 8]) {
+    const root = mkdtempSync(join(tmpdir(), "probegate-bench-lustre-"));
+    const procfs = join(root, "proc");
+    mkdirSync(join(procfs, "1"), { recursive: true });
+    const bin = join(root, "bin");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "stat"), "#!/bin/sh\necho bd00bd0\n", { mode: 0o755 });
+    const plugins = join(root, "plugins");
+    mkdirSync(plugins);
+    for (const p of ["lustre-imports", "volume-lustre-health"]) writeFileSync(join(plugins, `${p}.wasm`), readFileSync(join(process.cwd(), "dist/plugins", `${p}.wasm`)));
+    const since = Math.floor(Date.now() / 1000) - 3600;
+    const filesystems = Array.from({ length: n }, (_, i) => ({
+      name: "lustrefs",
+      instance: (0xffff8f0a3b5c0000n + BigInt(i) * 0x1000n).toString(16),
+      mountpoint: `/var/lib/kubelet/pods/p${i}/volumes/kubernetes.io~csi/pv${i}/mount`,
+      mdts: 1,
+      osts: 64,
+    }));
+    const desc = { version: "2.15", mgsNid: "10.0.0.2@tcp", since, filesystems };
+    writeFileSync(join(root, "imports.out"), fake.renderImports(desc));
+    writeFileSync(join(root, "import_states.out"), fake.renderStates(desc));
+    writeFileSync(join(root, "getname.out"), fake.renderGetname(desc));
+    writeFileSync(join(root, "health_check.out"), "healthy\n");
+    writeFileSync(join(procfs, "1", "mounts"), filesystems.map((f) => `10.0.0.2@tcp:/lustrefs ${f.mountpoint} lustre rw,flock,lazystatfs 0 0\n`).join(""));
+    const env = { ...process.env, PATH: `${bin}:${demoBinDir()}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: root };
+    const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger });
+    const metrics = new Metrics({ processMetrics: false });
+    const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger });
+    const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
+    const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger, metrics });
+    await engine.start();
+    filesystems.forEach((f, i) => health.registry.remember({ volumeId: `pv${i}`, targetPath: f.mountpoint, readOnly: false, origin: "publish" }));
+    const round = async () => {
+      await engine.refresh();
+      await health.refreshVolumes();
+    };
+    for (let i = 0; i < 3; i++) await round();
+    const rounds = 8;
+    let cpuUs = 0;
+    let volCpuUs = 0;
+    for (let i = 0; i < rounds; i++) {
+      await new Promise((r) => setTimeout(r, 2100));
+      const c0 = process.cpuUsage();
+      await engine.refresh();
+      const c1 = process.cpuUsage();
+      await health.refreshVolumes();
+      const c = process.cpuUsage(c0);
+      const v = process.cpuUsage(c1);
+      cpuUs += c.user + c.system;
+      volCpuUs += v.user + v.system;
+    }
+    const adverse = health.view.volumes().filter((v) => (v.entries?.length ?? 1) > 0).length + health.view.storage().length;
+    console.log(JSON.stringify({ mode: "lustre", volumes: n, osts: 64, imports: n * 65, cpuMsPerRound: +(cpuUs / rounds / 1000).toFixed(2), volumeRoundCpuMs: +(volCpuUs / rounds / 1000).toFixed(2), adverseEntries: adverse }));
     await health.stop();
     await engine.stop();
     await catalog.stop();
