@@ -73,7 +73,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(opts: { plugins: string[]; mounts?: string; maxVolumes?: number; kubeletDir?: (root: string) => string; statfsBoundMs?: number } = { plugins: [] }): Promise<Setup> {
+async function setup(
+  opts: { plugins: string[]; mounts?: string; maxVolumes?: number; kubeletDir?: (root: string) => string; statfsBoundMs?: number; statfsIntervalMs?: number } = { plugins: [] },
+): Promise<Setup> {
   const dir = await tempDir("probegate-storage-health-");
   const root = dir.path;
   const procfs = join(root, "proc");
@@ -90,7 +92,7 @@ async function setup(opts: { plugins: string[]; mounts?: string; maxVolumes?: nu
   for (const name of opts.plugins) writeFileSync(join(pluginsDir, `${name}.wasm`), bin[name]!);
   const log = join(root, "stat.log");
   const env = { ...process.env, PATH: `${binDir}:${process.env.PATH ?? ""}`, FAKE_STAT_LOG: log, FAKE_STAT_HANG: join(root, "hang") };
-  const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger: silentLogger, defaults: { fileTtlMs: 0 }, statfsBoundMs: opts.statfsBoundMs ?? 300 });
+  const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger: silentLogger, defaults: { fileTtlMs: 0 }, statfsBoundMs: opts.statfsBoundMs ?? 300, statfsIntervalMs: opts.statfsIntervalMs ?? 0 });
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({
     dir: pluginsDir,
@@ -201,7 +203,7 @@ describe("storage checks", () => {
       await s.round();
       const c = s.engine.snapshot().conditions.find((x) => x.name === "st")!;
       expect(c).toMatchObject({ fault: true, reason: "PluginBadOutput" });
-      expect(c.message).toContain("DEGRADED is not a storage status");
+      expect(c.message).toContain('health status DEGRADED is not allowed for a probe "storage" plugin');
       expect(s.health.view.storage().map((e) => [e.status, e.reason])).toEqual(good);
     }
     s.setCase("garbage");
@@ -356,6 +358,20 @@ describe("volume health", () => {
     // One process per hung mount, however many rounds asked.
     expect(s.catalog.statfsOutstanding()).toBe(8);
     expect(s.statLog()).toHaveLength(8);
+  });
+
+  it("reuses a healthy path's answer for the statfs interval, never a failure", async () => {
+    const s = await setup({ plugins: ["vol"], statfsIntervalMs: 3_600_000 });
+    s.health.registry.remember({ volumeId: "a", targetPath: "/mnt/fine", origin: "publish" });
+    s.health.registry.remember({ volumeId: "m", targetPath: "/mnt/missing", origin: "publish" });
+    for (let i = 0; i < 3; i++) {
+      await s.round();
+      await new Promise((r) => setTimeout(r, 1100)); // past the source cache's second
+    }
+    expect(s.statLog().filter((l) => l.endsWith(" /mnt/fine"))).toHaveLength(1);
+    expect(s.statLog().filter((l) => l.endsWith(" /mnt/missing")).length).toBeGreaterThanOrEqual(3);
+    expect(s.health.view.volume("a")).toEqual([]);
+    expect(s.health.view.volume("m")).toMatchObject([{ reason: "StatfsFailed" }]);
   });
 
   it("stopping ends a hung probe's process", async () => {

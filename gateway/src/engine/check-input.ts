@@ -1,6 +1,11 @@
 import type { SourceResult } from "./sources/index.js";
 
-/** The check input's `round` (plugins/ABI.md): integer epoch seconds; previousEpoch 0 on a plugin's first round. */
+/**
+ * When the evaluation round started and when the previous one that ran this
+ * plugin did (0: none), in whole epoch seconds. Data, not a clock: plugins
+ * compare it with timestamps in their sources (an import's state_history) and
+ * stay deterministic; fixtures set it.
+ */
 export interface RoundInfo {
   epoch: number;
   previousEpoch: number;
@@ -14,8 +19,8 @@ export function buildCheckInput(
   nowMs: number,
   /** The plugin's validated configuration; absent for plugins that declare none. */
   config?: Readonly<Record<string, unknown>>,
-  /** When the round started and when the previous round ran this plugin (epoch seconds; data, not a clock). */
-  round?: Readonly<RoundInfo>,
+  /** Absent: the document has no `round` (plugins then see epoch 0). */
+  round?: RoundInfo,
 ): string {
   const out: Record<string, unknown> = {};
   for (const [name, r] of sources) {
@@ -31,6 +36,6 @@ export function buildCheckInput(
   }
   const doc: Record<string, unknown> = { mode, sources: out, facts };
   if (config !== undefined) doc.config = config;
-  if (round !== undefined) doc.round = { epoch: round.epoch, previousEpoch: round.previousEpoch };
+  if (round !== undefined) doc.round = { epoch: Math.max(0, Math.trunc(round.epoch)), previousEpoch: Math.max(0, Math.trunc(round.previousEpoch)) };
   return JSON.stringify(doc);
 }
