@@ -51,7 +51,7 @@ async function setup() {
   const log = join(n.dir, "stat.log");
   const hang = join(n.dir, "stat.hang");
   const env = { ...n.env, FAKE_STAT_LOG: log, FAKE_STAT_HANG: hang };
-  const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env, logger: silentLogger, statfsBoundMs: 300, statfsIntervalMs: 0 });
+  const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env, logger: silentLogger, statfsBoundMs: 2000, statfsIntervalMs: 0 });
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
   const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
