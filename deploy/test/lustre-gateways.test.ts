@@ -97,8 +97,8 @@ const DRIVERS: Driver[] = [
 
 /** Ports other CSI drivers' node pods take on a host network (REFERENCE §9). */
 const HOST_NETWORK_TAKEN = [9808, 9809, 29762, 29763, 29764, 29765];
-/** The LNet checks whose configuration says when LNet comes up. */
-const LNET_PLUGINS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping"];
+/** The LNet checks whose configuration says when LNet comes up: the readiness ones and lnet-health (storage health). */
+const LNET_PLUGINS = ["kernel-modules", "lnet-health", "lnet-nets", "lnet-nids", "lnet-self-ping"];
 
 const driverSocketOf = (drv: any, d: Driver): string => {
   const raw = "env" in d.endpoint ? byName(drv.env, d.endpoint.env).value : drv.args[d.endpoint.argIndex].replace(/^--endpoint=/, "");

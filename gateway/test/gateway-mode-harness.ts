@@ -10,11 +10,12 @@ import type * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
 import { GetPluginInfoResponseSchema, ProbeRequestSchema, ProbeResponseSchema } from "../gen/csi/v1/csi_pb.js";
 import type { Condition, HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
+import type { StorageHealthView, VolumeRegistry } from "../src/engine/storage-health.js";
 import { startGateway, type Gateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";
 import { parseEndpoint } from "../src/transport/endpoint.js";
-import { createUpstreamGateway, type UpstreamGateway, type VolumeChecker } from "../src/upstream/index.js";
+import { createUpstreamGateway, type UpstreamGateway } from "../src/upstream/index.js";
 import type { GateName } from "../src/upstream/methods.js";
 import { FakeCsiDriver, rawCall, unixClient, type ServiceName } from "./helpers/fake-csi-driver.js";
 
@@ -101,7 +102,8 @@ export async function startHarness(opts: {
   driver?: boolean;
   services?: readonly ServiceName[];
   gate?: GateName[];
-  volumeChecker?: VolumeChecker;
+  /** The engine's storage/volume health (the real one, or a test implementation of its interfaces). */
+  health?: { view: StorageHealthView; registry: VolumeRegistry };
   timeoutCapMs?: number;
   probeCacheMs?: number;
   probeTimeoutMs?: number;
@@ -119,7 +121,7 @@ export async function startHarness(opts: {
     gate: new Set(opts.gate ?? ["node-stage", "node-publish"]),
     readiness,
     localProbe: new LocalProbeSource(readiness),
-    volumeChecker: opts.volumeChecker,
+    health: opts.health,
     logger: logs.logger,
     metrics,
     timeoutCapMs: opts.timeoutCapMs,
@@ -132,6 +134,8 @@ export async function startHarness(opts: {
     readiness,
     probe: upstream.probe,
     csiOnlyRoutes: [upstream.route],
+    health: opts.health,
+    healthAnsweredUpstream: true,
     logger: logs.logger,
     metrics,
   });

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { CheckEngine } from "../engine/engine.js";
+import { createStorageHealth, type StorageHealth } from "../engine/health/index.js";
 import { demoBinDir, demoScenarioDir, resolveProgram, SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -9,12 +10,19 @@ import { PluginRuntime } from "../runtime/runtime.js";
 import { UsageError, type Config } from "./config.js";
 import { createDemoDir, removeStaleDemoDirs, type DemoDir } from "./demo-dir.js";
 import { BUNDLED_CHECKS, BUNDLED_PLUGINS_DIR, IMAGE_PLUGINS_DIR } from "./package-info.js";
+import { isHostComposedSource } from "../engine/sources/host-sources.js";
 
 export interface RunningChecks {
   engine: CheckEngine;
   catalog: SourceCatalog;
   /** The engine's plugins, for whatever else runs them (gateway mode's volume checks). */
   runtime: PluginRuntime;
+  /**
+   * Storage and volume health (node mode only): evaluated in the background,
+   * read by NodeGetStorageHealth/NodeGetVolumeHealth, the legacy
+   * volume_condition, /readyz?verbose, metrics and Events.
+   */
+  health?: StorageHealth;
   stop(): Promise<void>;
   /** Facts for the start log line. */
   describe: Record<string, unknown>;
@@ -77,6 +85,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       sourcesFile: cfg.sourcesFile,
       commandPrefix: cfg.commandPrefix,
       execInProcess: cfg.execInProcess,
+      statfsBoundMs: cfg.statfsTimeoutMs,
       env: host.env,
       logger,
       metrics,
@@ -89,7 +98,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
   const pluginsDirs = cfg.pluginsDirs.length > 0 ? cfg.pluginsDirs : [BUNDLED_PLUGINS_DIR];
   const runtime = new PluginRuntime({
     dirs: pluginsDirs,
-    isKnownSource: (name) => catalog.has(name),
+    isKnownSource: (name) => catalog.has(name) || isHostComposedSource(name),
     timeoutMs: cfg.pluginTimeoutMs,
     memoryMiB: cfg.pluginMemoryMiB,
     quarantineAfter: cfg.quarantineAfter,
@@ -107,6 +116,21 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     logger,
     metrics,
   });
+  // Before the engine starts: the first round's storage verdicts reach it too.
+  const health =
+    cfg.mode === "node"
+      ? createStorageHealth({
+          mode: cfg.mode,
+          engine,
+          runtime,
+          catalog,
+          logger,
+          metrics,
+          maxVolumes: cfg.maxVolumes,
+          kubeletDir: cfg.kubeletDir,
+        })
+      : undefined;
+  health?.start();
   await engine.start();
   await catalog.watch();
   const notes = () => {
@@ -120,7 +144,9 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     catalog,
     runtime,
     notes,
+    health,
     stop: async () => {
+      await health?.stop();
       await engine.stop();
       await catalog.stop();
       host.demoDir?.remove();

@@ -46,6 +46,12 @@ export interface Config {
   commandPrefix?: string[];
   execInProcess?: string;
   requireChecks: string[];
+  /** --kubelet-dir: where volumes are rediscovered from the mount table. */
+  kubeletDir: string;
+  /** --max-volumes. */
+  maxVolumes: number;
+  /** --statfs-timeout: a statfs outstanding longer is reported hung. */
+  statfsTimeoutMs: number;
   probeReady: ProbeReady;
   demo: string;
   upstream?: Endpoint;
@@ -211,6 +217,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     commandPrefix,
     execInProcess,
     requireChecks,
+    kubeletDir: flags.get("kubelet-dir"),
+    maxVolumes: flags.get("max-volumes"),
+    statfsTimeoutMs: flags.get("statfs-timeout"),
     probeReady,
     demo,
     upstream,

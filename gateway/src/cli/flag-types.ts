@@ -46,6 +46,12 @@ export function wholeNumber(max: number): FlagParser<number> {
   };
 }
 
+/** An absolute path (as the mount table shows it). */
+export const absolutePath: FlagParser<string> = (raw, flag) => {
+  if (!raw.startsWith("/") || raw.includes("\0")) throw new UsageError(`--${flag}: expected an absolute path, got "${raw}"`);
+  return raw;
+};
+
 export function oneOf<const T extends string>(choices: readonly T[]): FlagParser<T> {
   return (raw, flag) => {
     const list = choices.length === 2 ? choices.join(" or ") : choices.join(", ");

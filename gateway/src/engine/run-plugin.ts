@@ -1,6 +1,6 @@
 import type { CheckOutcome, PluginRuntime } from "../runtime/runtime.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
-import { buildCheckInput } from "./check-input.js";
+import { buildCheckInput, type RoundInfo } from "./check-input.js";
 import type { SourceCatalog, SourceResult } from "./sources/index.js";
 
 /** What running a plugin takes: the runtime that holds it, the catalog its sources come from, the gateway's mode. */
@@ -16,8 +16,13 @@ export interface PluginRunDeps {
  * on-demand volume checks both go through here, so a plugin sees the same
  * input either way. Never rejects (neither read() nor runCheck() does).
  */
-export async function runPlugin(deps: PluginRunDeps, p: LoadedPlugin, facts: Readonly<Record<string, string>>): Promise<CheckOutcome> {
-  return (await runPluginWithSources(deps, p, facts)).outcome;
+export async function runPlugin(
+  deps: PluginRunDeps,
+  p: LoadedPlugin,
+  facts: Readonly<Record<string, string>>,
+  round?: Readonly<RoundInfo>,
+): Promise<CheckOutcome> {
+  return (await runPluginWithSources(deps, p, facts, round)).outcome;
 }
 
 /** runPlugin, also giving the names of the sources whose program could not be started (missing tool). */
@@ -25,11 +30,12 @@ export async function runPluginWithSources(
   deps: PluginRunDeps,
   p: LoadedPlugin,
   facts: Readonly<Record<string, string>>,
+  round?: Readonly<RoundInfo>,
 ): Promise<{ outcome: CheckOutcome; missingTools: string[] }> {
   const sources = await Promise.all(
     p.manifest.sources.map(async (name) => [name, await deps.catalog.read(name, facts)] as [string, SourceResult]),
   );
-  const outcome = await deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config));
+  const outcome = await deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config, round));
   return { outcome, missingTools: sources.filter(([, r]) => toolMissing(r)).map(([name]) => name) };
 }
 

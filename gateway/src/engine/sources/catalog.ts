@@ -14,6 +14,7 @@ import { SourcesFileError } from "./sources-file-error.js";
 import { SourcesFileWatcher } from "./sources-watch.js";
 import { modulesDepSource } from "./modules-dep.js";
 import { modprobeOptionsSource } from "./modprobe-options.js";
+import { statfsSource, StatfsProber } from "./statfs.js";
 import {
   commandSource,
   fileSource,
@@ -86,7 +87,23 @@ export interface SourceCatalogOptions {
   /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
   env?: NodeJS.ProcessEnv;
   defaults?: Partial<SourceDefaults>;
+  /** volume.statfs: a statfs still running after this long is reported hung (--statfs-timeout). Default 5 s. */
+  statfsBoundMs?: number;
+  /** volume.statfs: probes outstanding at once, hung ones included. Default 64. */
+  statfsMaxOutstanding?: number;
+  /** volume.statfs: a path that answered is probed again after this long. Default 30 s. */
+  statfsIntervalMs?: number;
 }
+
+/**
+ * statfs bound: Lustre 2.14+ clients answer a statfs in milliseconds even with
+ * a target down (lazystatfs fails fast); 5 s is far past that and well under
+ * the kubelet's one-minute health cadence. 64 outstanding probes covers a hung
+ * statfs on every volume of a busy node, and bounds the processes a hang keeps.
+ * A healthy path is probed every 30 s (half the kubelet's cadence): a new hang
+ * shows within 35 s, and 8 volumes cost a process start every ~4 s, not 8 every round.
+ */
+export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000, intervalMs: 30_000 });
 
 /** A --sources file edit that was refused (the last good set stays); shown as a `[!]` line. */
 export interface SourcesProblem {
@@ -118,7 +135,22 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
   "kernel.modules_dep",
   "modprobe.lnet_options",
   "mount_lustre.version",
+  "lctl.imports",
+  "lctl.import_states",
+  "lfs.getname",
+  "lustre.health_check",
+  "lnetctl.net_show_health",
+  "volume.statfs",
 ]);
+
+/**
+ * `lctl get_param {osc,mdc,mgc}.*.import` prints 1.5–2 KiB per target (the
+ * connect flags alone are ~400 bytes), so a client of a 1,000-OST file system
+ * prints ~2 MiB: past the 1 MiB that bounds LNet outputs. 4 MiB covers ~2,000
+ * targets over all mounts; more is cut and the plugin reports it cannot tell
+ * (fail closed), never that it saw the imports healthy.
+ */
+export const LUSTRE_IMPORTS_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * The presence check of mount.lustre runs a process; its answer only changes
@@ -163,6 +195,34 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
       ctx,
     ),
+    // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
+    // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
+    // cache); globs are lctl's own, never a shell's.
+    commandSource(
+      {
+        name: "lctl.imports",
+        argv: ["lctl", "get_param", "osc.*.import", "mdc.*.import", "mgc.*.import"],
+        label: "lctl get_param *.import",
+        ...cmd,
+        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
+      },
+      ctx,
+    ),
+    commandSource(
+      {
+        name: "lctl.import_states",
+        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state"],
+        label: "lctl get_param *.state",
+        ...cmd,
+        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
+      },
+      ctx,
+    ),
+    commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd }, ctx),
+    commandSource({ name: "lustre.health_check", argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
+    // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
+    commandSource({ name: "lnetctl.net_show_health", argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
+    ...(ctx.statfs ? [statfsSource("volume.statfs", ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes)] : []),
   ];
 }
 
@@ -199,9 +259,28 @@ export class SourceCatalog {
       commands: new CommandTracker(),
       ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
     };
+    let self: SourceCatalog | undefined;
+    const namespace = ctx.namespace;
+    ctx.statfs = new StatfsProber({
+      boundMs: opts.statfsBoundMs ?? STATFS_DEFAULTS.boundMs,
+      maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
+      intervalMs: opts.statfsIntervalMs ?? STATFS_DEFAULTS.intervalMs,
+      env: ctx.env,
+      prefix: async () => {
+        if (!namespace) return { ok: true, argv: ctx.commandPrefix };
+        const ns = await namespace.prefix();
+        return ns.ok ? { ok: true, argv: ns.argv } : ns;
+      },
+      // The same namespace's table as proc.mounts (cached like it).
+      mountTable: async () => {
+        const r = await self?.read("proc.mounts", {});
+        return r?.ok ? r.stdout : undefined;
+      },
+    });
     const defs = await buildDefs(opts, d, ctx);
     const log = opts.logger.child({ component: "sources" });
-    return new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);
+    self = new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);
+    return self;
   }
 
   /**
@@ -220,7 +299,12 @@ export class SourceCatalog {
   async stop(): Promise<void> {
     this.watcher?.stop();
     this.watcher = null;
-    await this.ctx.commands?.stop();
+    await Promise.all([this.ctx.commands?.stop(), this.ctx.statfs?.stop()]);
+  }
+
+  /** statfs probes outstanding now, hung ones included (volume.statfs). */
+  statfsOutstanding(): number {
+    return this.ctx.statfs?.count() ?? 0;
   }
 
   /** Called after the set of sources or its problems changed. */
