@@ -137,7 +137,8 @@ async function measure(s: RunningServer, settleSec: number, windowSec: number): 
 }
 
 export async function measureNodeCost(o: NodeCostOptions): Promise<NodeCostResult> {
-  const settle = o.quick ? 15 : 30;
+  // V8's memory reducer runs its full collections ~25 s after start: past them in both modes.
+  const settle = 30;
   const idleWindow = o.quick ? 30 : 60;
   const roundsWindow = o.quick ? 60 : 120;
   const out: NodeCostResult = { cadenceSec: CADENCE_SEC, runs: [] };
