@@ -59,6 +59,7 @@ async function start(args: string[], env: NodeJS.ProcessEnv, dir: string, launch
     launch.node,
     [
       "--no-node-snapshot",
+      "--no-maglev",
       "--max-semi-space-size=1",
       `--max-old-space-size=${launch.oldSpaceMiB}`,
       path.join(launch.root, "bin/probegate.js"),

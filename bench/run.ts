@@ -23,10 +23,11 @@ import { evaluateTargets } from "./report/targets.js";
 import type { BenchResult, ExecRow, H2Row, NewConnRow, ProfileResult, ServerResult } from "./report/types.js";
 import { PROBEGATE_NODE_FLAGS, TARGETS, useFakeNode, withKubernetesReporting, KUBERNETES_BENCH_CONDITION, type ServerTarget } from "./targets.js";
 import { measureFootprint } from "./footprint.js";
+import { measureNodeCost } from "./node-cost.js";
 import { resolveNode24 } from "./lib/node24.js";
 import { currentPinning, enablePinning, pinned } from "./lib/pin.js";
 
-const ALL_SECTIONS = ["memory", "newconn", "throughput", "http", "exec", "plugins", "footprint"] as const;
+const ALL_SECTIONS = ["memory", "newconn", "throughput", "http", "exec", "plugins", "footprint", "nodecost"] as const;
 const EXTRA_SECTIONS = ["profile"] as const;
 type Section = (typeof ALL_SECTIONS)[number] | (typeof EXTRA_SECTIONS)[number];
 
@@ -412,18 +413,20 @@ async function main(): Promise<number> {
     targets: [],
   };
   const serverSections = ["memory", "newconn", "throughput", "http"].some((x) => o.sections.has(x as Section));
-  if (serverSections || o.sections.has("footprint") || o.sections.has("profile")) {
+  let fakeNode: { bin: string; scenario: string } | undefined;
+  if (serverSections || o.sections.has("footprint") || o.sections.has("profile") || o.sections.has("nodecost")) {
     const compiled = buildCompiledFake();
     if (typeof compiled === "string") {
       const scenario = path.join(tmpDir(), "probegate-node");
       fs.cpSync(path.join(root, "gateway/demo/scenarios/healthy"), scenario, { recursive: true });
-      useFakeNode({ bin: compiled, scenario });
+      fakeNode = { bin: compiled, scenario };
+      useFakeNode(fakeNode);
     } else log(`probegate runs on the demo node's Node.js fakes: ${compiled.error}`);
   }
   if (serverSections) {
     for (const t of TARGETS.filter((x) => !o.targets || o.targets.includes(x.id))) result.servers.push(await benchServer(t, o, pl, haveH2load));
   }
-  const wantNode24 = (o.sections.has("memory") || o.sections.has("footprint")) && (!o.targets || o.targets.includes("probegate"));
+  const wantNode24 = (o.sections.has("memory") || o.sections.has("footprint") || o.sections.has("nodecost")) && (!o.targets || o.targets.includes("probegate"));
   const node24 = wantNode24 ? resolveNode24(o.node24) : null;
   if (node24 && "error" in node24) log(`Node 24 not measured: ${node24.error}`);
   const runtimes: Runtime[] = [{ bin: process.execPath, version: process.version }];
@@ -450,6 +453,21 @@ async function main(): Promise<number> {
           grpcLoad: (port, requests) => ({ url: `http://127.0.0.1:${port}${PROBE_PATH}`, clients: 8, streams: 4, requests, headers: GRPC_HEADERS, dataFile: grpcBodyFile() }),
         }),
       );
+    }
+  }
+  if (o.sections.has("nodecost")) {
+    if (!fakeNode) log("nodecost: skipped (no cc for the compiled fake tools: the script and probegate would not run the same tools)");
+    else {
+      const fake = fakeNode;
+      result.nodeCost = await measureNodeCost({
+        quick: o.quick, target: pg, runtimes, log,
+        ctx: async (name, node) => {
+          const port = await freePort();
+          return { root, socket: path.join(tmpDir(), `${name}.sock`), port, httpPort: port, node };
+        },
+        runExec: (iterations) =>
+          runChild<ExecResult>(dist("load/exec-runner.js"), { script: path.join(root, "bench/peers/exec-readiness.sh"), fakeBin: fake.bin, scenario: fake.scenario, iterations } satisfies ExecParams),
+      });
     }
   }
   if (o.sections.has("exec")) result.exec = await benchExec(pl);

@@ -31,7 +31,7 @@ export interface ServerTarget {
 const node = process.execPath;
 
 /** The node flags of the bin/probegate.js shebang, npm start and the image. */
-export const PROBEGATE_NODE_FLAGS = ["--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=48"];
+export const PROBEGATE_NODE_FLAGS = ["--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", "--max-old-space-size=48"];
 
 const BENCH_ARGS = process.env.PROBEGATE_BENCH_ARGS?.trim() ? process.env.PROBEGATE_BENCH_ARGS.trim().split(/\s+/) : undefined;
 

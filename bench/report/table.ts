@@ -22,6 +22,7 @@ export function renderReport(r: BenchResult): string {
     m.loadavg ? `load average at start: ${m.loadavg.map((x) => x.toFixed(2)).join(" ")}${m.loadavg[0] > 0.5 ? " (the machine was busy: CPU figures are noisy)" : ""}` : "",
     "",
   );
+  if (r.nodeCost) out.push(...renderNodeCost(r.nodeCost));
   const avail = r.servers.filter((s) => s.available);
   for (const s of r.servers.filter((x) => !x.available)) out.push(`! ${s.label}: not measured — ${s.error ?? "unavailable"}`);
 
@@ -129,6 +130,36 @@ export function renderReport(r: BenchResult): string {
     );
   }
   return out.join("\n") + "\n";
+}
+
+/** Section nodecost (issue #32): what one idle node pays per minute, peers side by side. */
+export function renderNodeCost(c: NonNullable<BenchResult["nodeCost"]>): string[] {
+  const out = ["", `## 0. Cost of one idle node per minute (checks every ${c.cadenceSec} s, no client; CPU ms per minute)`, ""];
+  const rows: (string | number)[][] = [];
+  for (const r of c.runs) {
+    const label = `probegate (Node ${r.runtime.replace(/^v/, "")})`;
+    if (r.rounds) {
+      rows.push([
+        `${label}, checks every ${c.cadenceSec} s`, n(r.rounds.selfMsPerMin, 1), n(r.rounds.childrenMsPerMin, 1), n(r.rounds.selfMsPerMin + r.rounds.childrenMsPerMin, 1),
+        n(r.rounds.mainWakeupsPerSec, 1), n(r.rounds.allWakeupsPerSec, 1),
+      ]);
+    }
+    if (r.idle) rows.push([`${label}, between rounds (no check due)`, n(r.idle.selfMsPerMin, 1), n(r.idle.childrenMsPerMin, 1), n(r.idle.selfMsPerMin + r.idle.childrenMsPerMin, 1), n(r.idle.mainWakeupsPerSec, 1), n(r.idle.allWakeupsPerSec, 1)]);
+  }
+  if (c.exec) rows.push([`exec readiness script every ${c.cadenceSec} s (${c.exec.runs} runs, ${c.exec.failures} failed)`, "–", n(c.exec.msPerMin, 1), n(c.exec.msPerMin, 1), "–", "–"]);
+  const lp = c.livenessprobe;
+  if (lp && "idle" in lp) {
+    rows.push([`CSI livenessprobe, probed every ${c.cadenceSec} s`, n(lp.probed.selfMsPerMin, 1), "0", n(lp.probed.selfMsPerMin, 1), n(lp.probed.mainWakeupsPerSec, 1), n(lp.probed.allWakeupsPerSec, 1)]);
+    rows.push(["CSI livenessprobe, idle", n(lp.idle.selfMsPerMin, 1), "0", n(lp.idle.selfMsPerMin, 1), n(lp.idle.mainWakeupsPerSec, 1), n(lp.idle.allWakeupsPerSec, 1)]);
+  } else rows.push(["CSI livenessprobe (Go)", "n/a", "n/a", "n/a", "n/a", "n/a"]);
+  out.push(mdTable(["what", "process CPU", "commands' CPU", "total", "main-thread wake-ups/s", "all threads' wake-ups/s"], rows));
+  const per = c.runs.filter((r) => r.roundGatewayMs !== undefined);
+  if (per.length) {
+    out.push("", mdTable(["runtime", "one round: gateway CPU ms", "one round: commands' CPU ms", "RSS between rounds MiB", "threads"], per.map((r) => [r.runtime, n(r.roundGatewayMs, 2), n(r.roundCommandsMs, 2), n(r.rssIdleMiB, 1), r.idle?.threads ?? "n/a"])));
+  }
+  if (lp && "note" in lp) out.push("", `livenessprobe: ${lp.note}`);
+  for (const r of c.runs) for (const e of r.errors) out.push(`nodecost error (Node ${r.runtime}): ${e}`);
+  return out;
 }
 
 /** Where one runtime's RSS goes (section footprint). */

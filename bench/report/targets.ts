@@ -12,7 +12,7 @@ function peakRss(s: ServerResult): { rssMax: number; measured: string } {
 }
 const pass = (ok: boolean, ...inputs: number[]) => (inputs.every(Number.isFinite) ? ok : null);
 
-export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugins">): TargetCheck[] {
+export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugins" | "nodeCost">): TargetCheck[] {
   const by = (id: string): ServerResult | undefined => r.servers.find((s) => s.id === id && s.available);
   const pg = by("probegate");
   const gj = by("grpc-js");
@@ -146,6 +146,69 @@ export function evaluateTargets(r: Pick<BenchResult, "servers" | "exec" | "plugi
         pass: pass(t1024 <= 1000, t1024),
       });
     }
+  }
+  out.push(...nodeCostTargets(r));
+  return out;
+}
+
+/** Issue #32: the idle node's cost, Node 24 against Node 20 (first runtime = the one running the bench). */
+function nodeCostTargets(r: Pick<BenchResult, "servers" | "nodeCost">): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const c = r.nodeCost;
+  const first = c?.runs[0];
+  const idle = first?.idle;
+  out.push({
+    id: "idle-wakeups",
+    what: "idle gateway: main-thread wake-ups per second (no client, no check due)",
+    measured: idle ? `${f(idle.mainWakeupsPerSec, 1)}/s (all threads ${f(idle.allWakeupsPerSec, 1)}/s)` : "n/a (no nodecost section)",
+    limit: "≤ 5/s",
+    pass: idle ? pass(idle.mainWakeupsPerSec <= 5, idle.mainWakeupsPerSec) : null,
+  });
+  out.push({
+    id: "idle-cpu",
+    what: "idle gateway: CPU per minute between rounds",
+    measured: idle ? `${f(idle.selfMsPerMin, 1)} ms` : "n/a",
+    limit: "≤ 20 ms",
+    pass: idle ? pass(idle.selfMsPerMin <= 20, idle.selfMsPerMin) : null,
+  });
+  const round = first?.roundGatewayMs ?? NaN;
+  out.push({
+    id: "round-cpu",
+    what: "one check round: gateway CPU (bundled checks, compiled fake tools; commands' CPU not included)",
+    measured: first?.roundGatewayMs !== undefined ? `${f(round, 2)} ms (commands ${f(first.roundCommandsMs ?? NaN, 2)} ms)` : "n/a",
+    limit: "≤ 4 ms",
+    pass: first?.roundGatewayMs !== undefined ? pass(round <= 4, round) : null,
+  });
+  const rounds = first?.rounds;
+  const perMin = rounds ? rounds.selfMsPerMin + rounds.childrenMsPerMin : NaN;
+  const script = c?.exec?.msPerMin ?? NaN;
+  out.push({
+    id: "node-cost-vs-exec-script",
+    what: `per minute at a ${c?.cadenceSec ?? 10} s cadence: gateway + commands vs the exec readiness script (same tools)`,
+    measured: rounds && c?.exec ? `${f(perMin / script)}× (${f(perMin, 0)} vs ${f(script, 0)} ms)` : "n/a",
+    limit: "≤ 0.60×",
+    pass: rounds && c?.exec ? pass(perMin / script <= 0.6, perMin, script) : null,
+  });
+  // Node 24 against Node 20, same run, memory section: after start and the largest after load.
+  const pg = r.servers.find((s) => s.id === "probegate" && s.available && s.memory);
+  const pg24 = r.servers.find((s) => /^probegate@node24$/.test(s.id) && s.available && s.memory);
+  if (pg?.memory && pg24?.memory) {
+    const start = pg24.memory.rssStartMiB / pg.memory.rssStartMiB;
+    const load = Math.max(pg24.memory.rss100kMiB, pg24.memory.rss200kMiB) / Math.max(pg.memory.rss100kMiB, pg.memory.rss200kMiB);
+    out.push({
+      id: "node24-rss-start",
+      what: "Node 24 RSS after start vs Node 20's (same run)",
+      measured: `${f(start)}× (${f(pg24.memory.rssStartMiB, 1)} vs ${f(pg.memory.rssStartMiB, 1)} MiB)`,
+      limit: "≤ 1.10×",
+      pass: pass(start <= 1.1, start),
+    });
+    out.push({
+      id: "node24-rss-load",
+      what: "Node 24 RSS under load vs Node 20's (same run, largest after N and 2N Probes)",
+      measured: `${f(load)}× (${f(Math.max(pg24.memory.rss100kMiB, pg24.memory.rss200kMiB), 1)} vs ${f(Math.max(pg.memory.rss100kMiB, pg.memory.rss200kMiB), 1)} MiB)`,
+      limit: "≤ 1.10×",
+      pass: pass(load <= 1.1, load),
+    });
   }
   return out;
 }

@@ -4,6 +4,7 @@ import type { ExecResult } from "../load/exec-runner.js";
 import type { NewConnResult } from "../load/newconn-client.js";
 import type { PluginCostResult } from "../load/plugin-cost.js";
 import type { FootprintRun } from "../footprint.js";
+import type { NodeCostResult } from "../node-cost.js";
 
 export interface NewConnRow {
   rate: number;
@@ -102,5 +103,7 @@ export interface BenchResult {
   plugins?: PluginCostResult;
   profile?: ProfileResult;
   footprint?: FootprintRun[];
+  /** issue #32: what one idle node pays per minute */
+  nodeCost?: NodeCostResult;
   targets: TargetCheck[];
 }

@@ -68,7 +68,7 @@ export class GatewayProc {
     fs.rmSync(spec.socket, { force: true });
     const child = spawn(
       process.execPath,
-      ["--no-node-snapshot", "--max-semi-space-size=1", `--max-old-space-size=${spec.heapMiB}`, path.join(spec.root, "bin/probegate.js"), ...spec.args],
+      ["--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", `--max-old-space-size=${spec.heapMiB}`, path.join(spec.root, "bin/probegate.js"), ...spec.args],
       { env: spec.env, stdio: ["ignore", "ignore", "pipe"] },
     );
     this.child = child;

@@ -122,6 +122,56 @@ describe("report", () => {
   });
 });
 
+describe("node cost (issue #32)", () => {
+  const w = (selfMsPerMin: number, childrenMsPerMin: number, main: number) => ({
+    seconds: 60, mainWakeupsPerSec: main, allWakeupsPerSec: main * 2, threads: 12, selfMsPerMin, childrenMsPerMin,
+  });
+  const withCost = (idleMain: number, idleCpu: number, roundsSelf: number): BenchResult => {
+    const r = sample();
+    r.nodeCost = {
+      cadenceSec: 10,
+      runs: [{ runtime: "v20.20.2", idle: w(idleCpu, 0, idleMain), rounds: w(roundsSelf, 24, 6), roundGatewayMs: (roundsSelf - idleCpu) / 6, roundCommandsMs: 4, rssIdleMiB: 70, errors: [] }],
+      exec: { cpuPerRunMs: 20, msPerMin: 120, runs: 60, failures: 0 },
+      livenessprobe: { note: "not measured: no binary" },
+    };
+    r.targets = evaluateTargets(r);
+    return r;
+  };
+
+  it("holds the idle gateway, one round and the per-minute cost to their limits, the script measured in the same run", () => {
+    const met = Object.fromEntries(withCost(2, 10, 34).targets.map((x) => [x.id, x]));
+    expect(met["idle-wakeups"].pass).toBe(true);
+    expect(met["idle-cpu"].pass).toBe(true);
+    expect(met["round-cpu"].pass).toBe(true); // (34 − 10) / 6 = 4 ms
+    expect(met["node-cost-vs-exec-script"].measured).toContain("0.48×"); // (34 + 24) / 120
+    expect(met["node-cost-vs-exec-script"].pass).toBe(true);
+    const t = Object.fromEntries(withCost(6, 21, 70).targets.map((x) => [x.id, x]));
+    expect(t["idle-wakeups"].pass).toBe(false);
+    expect(t["idle-cpu"].pass).toBe(false);
+    expect(t["round-cpu"].pass).toBe(false);
+    expect(t["node-cost-vs-exec-script"].measured).toContain("0.78×");
+    expect(t["node-cost-vs-exec-script"].pass).toBe(false);
+  });
+
+  it("compares Node 24's RSS with Node 20's from the same run's memory rows", () => {
+    const t = Object.fromEntries(sample().targets.map((x) => [x.id, x]));
+    // 60 vs 40 after start, 70.5 vs 51 under load: both far above 1.1×.
+    expect(t["node24-rss-start"].measured).toContain("1.50×");
+    expect(t["node24-rss-start"].pass).toBe(false);
+    expect(t["node24-rss-load"].pass).toBe(false);
+  });
+
+  it("renders the per-node table first, with the script and the livenessprobe row", () => {
+    const md = renderReport(withCost(2, 10, 34));
+    const i = md.indexOf("## 0. Cost of one idle node per minute");
+    expect(i).toBeGreaterThan(0);
+    expect(i).toBeLessThan(md.indexOf("## 1."));
+    expect(md).toContain("exec readiness script every 10 s (60 runs, 0 failed)");
+    expect(md).toContain("CSI livenessprobe (Go)");
+    expect(md).toContain("livenessprobe: not measured: no binary");
+  });
+});
+
 describe("h2load output", () => {
   it("parses the summary and bash times", () => {
     const out = `finished in 1.23s, 16260.16 req/s, 381.10KB/s

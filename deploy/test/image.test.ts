@@ -51,7 +51,7 @@ describe("deploy/Dockerfile", () => {
     // bin/probegate.js loads the bundled CLI from ../dist/gateway/bundle/main.js (gateway/bundle.mjs).
     expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/bundle/main.js");
     expect(runtime.body).toContain("WORKDIR /opt/probegate");
-    expect(runtime.body).toContain('ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
+    expect(runtime.body).toContain('ENTRYPOINT ["node", "--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
   });
 
   it("runs as non-root by default and carries nsenter for the node pod's --command-prefix", () => {

@@ -68,7 +68,7 @@ for (const variant of ["node-reporting", "node-reporting-hardened"]) {
       // No command: the image's ENTRYPOINT with its 48 MiB old space.
       expect(c.command).toBeUndefined();
       const dockerfile = readFileSync(path.join(DEPLOY, "Dockerfile"), "utf8");
-      expect(dockerfile).toContain('ENTRYPOINT ["node", "--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
+      expect(dockerfile).toContain('ENTRYPOINT ["node", "--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
       expect(c.resources.requests.memory).toBe("128Mi");
       expect(JSON.stringify(docs)).not.toContain("max-old-space-size=96");
     });

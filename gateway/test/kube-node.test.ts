@@ -314,7 +314,7 @@ describe("robustness", () => {
     const evs = [...api.eventsV1.values()];
     const warnings = evs.filter((e) => e.reason === "NodeNotReady");
     // Repeats of the same transition join one Event (series.count), not a new object each.
-    expect(warnings.length).toBe(1);
+    expect(warnings.map((e) => e.note), "NodeNotReady Events").toHaveLength(1);
     await until("series counted", () => ([...api.eventsV1.values()].find((e) => e.reason === "NodeNotReady")?.series?.count ?? 0) >= 2, 20_000);
     kubeletIntact(api);
   }, 90_000);

@@ -293,7 +293,7 @@ describe("node mode: the health RPCs on the CSI socket", () => {
       const res = await fetch(`http://${http}${path}`);
       expect(res.status).toBe(200);
       const lines = (await res.text()).split("\n");
-      expect(lines).toContain("[!]storage health: STORAGE_DEGRADED OstUnreachable (lustre-imports, since 2026-11-26T00:00:00.000Z): lustrefs: OST0003 OST0007 not FULL");
+      expect(lines).toContain("[!]storage health: STORAGE_DEGRADED OstUnreachable (lustre-imports, since 2026-11-26T00:00:00.000Z): lustrefs: OST0003\\nOST0007 not FULL");
       expect(lines).toContain("[!]volume vol-0: DEGRADED ReadOnly (volume-lustre-health, since 2026-11-26T00:00:00.000Z): mounted ro, published rw");
       expect(lines).toContain("[+]volume vol-1: no adverse condition known");
       expect(lines.filter((l) => l.startsWith("[+]volume ") || l.startsWith("[!]volume "))).toHaveLength(50);

@@ -194,7 +194,7 @@ describe("storage checks", () => {
       ["STORAGE_DEGRADED", "OstUnreachable", "fs1", "st"],
       ["STORAGE_UNREACHABLE", "MdtUnreachable", "fs2", "st"],
     ]);
-    expect(entries[0]!.message).toBe("fs1: OST0003 not FULL/IDLE for 95 s");
+    expect(entries[0]!.message).toBe(String.raw`fs1: OST0003 not FULL/IDLE\nfor 95 s`);
     expect(changes).toEqual([{ storage: true, volumes: [] }]);
     const since = entries.map((e) => e.since);
     await new Promise((r) => setTimeout(r, 1100));
@@ -257,7 +257,7 @@ describe("volume health", () => {
     await waitFor(() => s.health.view.volume("v2"), "v2 evaluated");
     const msg = s.health.view.volumeCondition("v2")!.message;
     // Staging path first, then the publish path escaped like /proc/mounts; ro from that mount's options.
-    expect(msg).toMatch(/id=v2 ro=false staging=\/stage\/v2 statfs=\/stage\/v2 ok bd00bd0 rw\n\/mnt\/b\\040b ok bd00bd0 ro/);
+    expect(msg).toMatch(/id=v2 ro=false staging=\/stage\/v2 statfs=\/stage\/v2 ok bd00bd0 rw\\n\/mnt\/b\\040b ok bd00bd0 ro/);
     expect(changes.flatMap((c) => c.volumes)).toEqual(expect.arrayContaining(["v1", "v2"]));
     expect(s.health.view.volumes().map((v) => [v.ref.volumeId, v.ref.origin, v.ref.readOnly])).toEqual([
       ["v1", "request", undefined],

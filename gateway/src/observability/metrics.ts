@@ -152,9 +152,18 @@ export class Metrics {
   });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
-    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    // prom-client samples event-loop delay with a timer at this resolution;
+    // its default, 10 ms, wakes an idle gateway 100 times a second (most of
+    // its idle CPU, bench/README.md "idle"). One sample a second keeps the
+    // nodejs_eventloop_lag_* series and lets the loop sleep between rounds.
+    if (opts.processMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
+    }
   }
 }
+
+/** How often event-loop delay is sampled (prom-client's monitorEventLoopDelay resolution). */
+export const EVENT_LOOP_SAMPLE_MS = 1000;
 
 /** One pre-labelled count; `n` is added to its counter at the next scrape. */
 export interface CounterCell {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { createReadStream, type BigIntStats } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../observability/logger.js";
@@ -48,29 +48,33 @@ export async function scanPluginDir(dir: string, maxFileBytes: number, maxConfig
   const files: PluginFile[] = [];
   const configs: ConfigFile[] = [];
   const errors: Array<{ name: string; message: string }> = [];
-  for (const name of names.sort()) {
-    if (name.startsWith(".")) continue;
+  const wanted = names.sort().filter((name) => !name.startsWith(".") && (isConfigName(name) || name.endsWith(".wasm")));
+  // All stats at once: the poll runs every few seconds, and each sequential
+  // thread-pool round trip is one more wake-up of an otherwise idle gateway.
+  const stats = await Promise.all(wanted.map((name) => stat(join(dir, name), { bigint: true }).then((st) => st, (e: unknown) => e as Error)));
+  for (const [i, name] of wanted.entries()) {
     const config = isConfigName(name);
-    if (!config && !name.endsWith(".wasm")) continue;
     const path = join(dir, name);
     try {
-      const st = await stat(path);
+      const st = stats[i]!;
+      if (st instanceof Error) throw st;
       if (!st.isFile()) continue;
+      const size = Number(st.size);
       if (config) {
-        if (st.size > maxConfigBytes) {
-          configs.push({ name, path, sha256: `size:${st.size}:${st.mtimeMs}`, text: null, size: st.size });
+        if (size > maxConfigBytes) {
+          configs.push({ name, path, sha256: `size:${size}:${Number(st.mtimeMs)}`, text: null, size });
           continue;
         }
-        const bytes = await readFile(path);
-        configs.push({ name, path, sha256: createHash("sha256").update(bytes).digest("hex"), text: bytes.toString("utf8"), size: bytes.length });
+        const { bytes, sha256 } = await readUnchanged(path, st);
+        configs.push({ name, path, sha256, text: Buffer.from(bytes).toString("utf8"), size: bytes.length });
         continue;
       }
-      if (st.size > maxFileBytes) {
-        files.push({ name, path, size: st.size, sha256: await hashLarge(path, st), bytes: null });
+      if (size > maxFileBytes) {
+        files.push({ name, path, size, sha256: await hashLarge(path, { dev: Number(st.dev), ino: Number(st.ino), size, mtimeMs: Number(st.mtimeMs) }), bytes: null });
         continue;
       }
-      const bytes = new Uint8Array(await readFile(path));
-      files.push({ name, path, size: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex"), bytes });
+      const { bytes, sha256 } = await readUnchanged(path, st);
+      files.push({ name, path, size: bytes.length, sha256, bytes });
     } catch (e) {
       // A dangling link mid-swap or a file removed between readdir and read:
       // the watcher's next event or poll scans again.
@@ -80,6 +84,30 @@ export async function scanPluginDir(dir: string, maxFileBytes: number, maxConfig
     }
   }
   return { exists: true, files, configs, errors };
+}
+
+// The directory is polled every few seconds (support/dir-watcher.ts): a file
+// whose inode, size and change times (ns) are those of the last read has the
+// same content, so its bytes and hash are reused instead of read and hashed
+// again (on an idle gateway that re-read was most of its CPU, in the garbage
+// collector). Any write, rename over, chmod or ConfigMap swap changes the key.
+// The kernel stamps inodes from a coarse clock (one tick is several ms), so a
+// same-size rewrite within a tick of the last change keeps every field: a file
+// changed less than RACY_MS ago is read every time and never remembered.
+const lastRead = new Map<string, { id: string; bytes: Uint8Array; sha256: string }>();
+export const RACY_MS = 2_000;
+
+async function readUnchanged(path: string, st: BigIntStats): Promise<{ bytes: Uint8Array; sha256: string }> {
+  const id = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  const known = lastRead.get(path);
+  if (known && known.id === id) return known;
+  const bytes = new Uint8Array(await readFile(path));
+  const read = { id, bytes, sha256: createHash("sha256").update(bytes).digest("hex") };
+  const settled = Date.now() - Number(st.ctimeMs) >= RACY_MS && Date.now() - Number(st.mtimeMs) >= RACY_MS;
+  if (lastRead.size > 256) lastRead.clear();
+  if (settled) lastRead.set(path, read);
+  else lastRead.delete(path);
+  return read;
 }
 
 // Oversized files are hashed (the refusal carries a sha256) but polled every

@@ -6,18 +6,25 @@ import { watch, type FSWatcher } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { Logger } from "../observability/logger.js";
 
+const UNWATCHED_POLL_MS = 2_000;
+const WATCHED_POLL_MS = 10_000;
+
 export interface DirWatcherOptions {
   debounceMs?: number;
+  /** The safety-net poll; given, it applies whether or not inotify is watching (tests). */
   pollMs?: number;
   logger?: Logger;
 }
 
 /**
- * Calls `onChange` (debounced) after any fs event in DIR, and every pollMs
+ * Calls `onChange` (debounced) after any fs event in DIR, and on a poll
  * regardless: inotify misses some cases (the directory itself replaced, NFS,
  * events during re-watch), and the caller compares content hashes, so a
- * spurious rescan costs a few reads. The directory is re-watched when its
- * inode changes or it appears after being absent.
+ * spurious rescan costs a few stats. The directory is re-watched when its
+ * inode changes or it appears after being absent. The poll runs every 2 s
+ * while nothing watches (directory absent, watch refused) and every 10 s
+ * while inotify does: it is only the net under inotify, and each poll wakes
+ * an otherwise idle gateway (bench/README.md, "idle").
  */
 export class DirWatcher {
   private watcher: FSWatcher | null = null;
@@ -34,16 +41,22 @@ export class DirWatcher {
 
   async start(): Promise<void> {
     await this.ensureWatch();
-    this.poll = setInterval(() => {
-      void this.ensureWatch();
+    this.schedulePoll();
+  }
+
+  private schedulePoll(): void {
+    if (this.stopped) return;
+    const ms = this.opts.pollMs ?? (this.watcher ? WATCHED_POLL_MS : UNWATCHED_POLL_MS);
+    this.poll = setTimeout(() => {
+      void this.ensureWatch().finally(() => this.schedulePoll());
       this.onChange();
-    }, this.opts.pollMs ?? 2000);
+    }, ms);
     this.poll.unref();
   }
 
   stop(): void {
     this.stopped = true;
-    if (this.poll) clearInterval(this.poll);
+    if (this.poll) clearTimeout(this.poll);
     if (this.debounce) clearTimeout(this.debounce);
     this.closeWatcher();
   }

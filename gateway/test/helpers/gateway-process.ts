@@ -34,7 +34,7 @@ process.once("exit", () => {
 });
 
 /** The node flags the image starts probegate with (deploy/Dockerfile, bin/probegate.js). */
-export const IMAGE_NODE_FLAGS = ["--no-node-snapshot", "--max-semi-space-size=1", "--max-old-space-size=48"];
+export const IMAGE_NODE_FLAGS = ["--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", "--max-old-space-size=48"];
 
 export function tempDir(prefix = "probegate-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));

@@ -8,6 +8,7 @@
 
 import type { CheckOutcome } from "../../runtime/runtime.js";
 import type { HealthOutputEntry } from "../../runtime/types.js";
+import { oneLine } from "../../support/one-line.js";
 import type { HealthEntry } from "../storage-health.js";
 
 export const MESSAGE_MAX = 1024;
@@ -15,11 +16,6 @@ export const MESSAGE_MAX = 1024;
 export const FAULT_GRACE_ROUNDS = 3;
 export const HEALTH_CHECK_FAILED = "HealthCheckFailed";
 
-/** One line (control characters become spaces), at most MESSAGE_MAX characters. */
-export function oneLine(s: string): string {
-  const flat = s.replace(/[\p{Cc}\u2028\u2029]+/gu, " ").trim();
-  return flat.length > MESSAGE_MAX ? `${flat.slice(0, MESSAGE_MAX - 1)}…` : flat;
-}
 
 type Unstamped<S extends string> = Omit<HealthEntry<S>, "since">;
 
@@ -75,7 +71,7 @@ export class ScopeHealth<S extends string> {
       st.failed = {
         status: this.degraded,
         reason: HEALTH_CHECK_FAILED,
-        message: oneLine(`${check}: the check could not run: ${outcome.reason}: ${outcome.message}`),
+        message: oneLine(`${check}: the check could not run: ${outcome.reason}: ${outcome.message}`, MESSAGE_MAX),
         check,
       };
     }
@@ -106,7 +102,7 @@ export class ScopeHealth<S extends string> {
     return {
       status: e.status as string as S,
       reason: e.reason,
-      message: oneLine(e.message),
+      message: oneLine(e.message, MESSAGE_MAX),
       ...(e.fs !== undefined ? { fs: e.fs } : {}),
       check,
     };
