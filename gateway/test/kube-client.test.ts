@@ -12,7 +12,7 @@ import { FakeKubeApi } from "./helpers/fake-kube-api.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { IMAGE_NODE_FLAGS, ROOT, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { makeCA, makeCert, type Pem } from "./helpers/test-pki.js";
-import { RestClient, type KubeError } from "../src/kube/rest.js";
+import { RestClient, type KubeError } from "../src/kube/client/rest.js";
 
 const COND = "lustre.csi.example.com/NodeReady";
 

@@ -4,7 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { inClusterConfig, kubeconfigFiles, loadClientConfig } from "../src/kube/kubeconfig.js";
+import { inClusterConfig, kubeconfigFiles, loadClientConfig } from "../src/kube/client/kubeconfig.js";
 import { tempDir } from "./helpers/gateway-process.js";
 
 function write(dir: string, name: string, text: string): string {

@@ -1,10 +1,12 @@
 // The pure parts of node reporting: flag syntax, the desired conditions, the
 // guarded patches and the retry pacing. The end-to-end behaviour is in kube-node.test.ts.
 import { describe, expect, it } from "vitest";
-import { Backoff, retryAfterMs, TokenBucket } from "../src/kube/backoff.js";
+import { Backoff, TokenBucket } from "../src/kube/backoff.js";
+import { retryAfterMs } from "../src/kube/client/retry-after.js";
 import type { HealthSnapshot } from "../src/engine/state.js";
 import { camelReason, desiredState, MESSAGE_LIMIT } from "../src/kube/desired.js";
-import { planConditions, planTaint, type NodeView } from "../src/kube/node-view.js";
+import { planConditions, planTaint } from "../src/kube/node-plan.js";
+import type { NodeView } from "../src/kube/node-view.js";
 import { parseTaint, qualifiedNameProblem } from "../src/kube/spec.js";
 
 describe("flag syntax", () => {

@@ -1,7 +1,7 @@
 // `probegate plugin new` writes a standalone project; the whole author walk
 // (npm install, build, test, into a gateway) is gateway/test/plugin-author-walk.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { parse as parseYaml } from "yaml";
@@ -61,6 +61,23 @@ describe("scaffoldPlugin", () => {
     expect(readFileSync(p("tools/build.mjs"))).toEqual(readFileSync(join(ROOT, "plugins", "native-build.mjs")));
     for (const f of files) if (!f.startsWith("tools/")) expect(readFileSync(p(f), "utf8"), f).not.toContain(ROOT);
     expect(parseYaml(readFileSync(p("fixtures/one-line.yaml"), "utf8")).expect).toMatchObject({ status: "fail", reason: "TooFewLines" });
+  });
+
+  it.each(["assemblyscript", "rust", "c"] as const)("writes every file of plugins/templates/shared and plugins/templates/%s, placeholders filled", async (lang) => {
+    const name = `from-templates-${lang}`;
+    const files = (await scaffoldPlugin(name, { dir: tmp, lang, source: "lnet.stats" })).map((f) => relative(join(tmp, name), f));
+    for (const part of ["shared", lang]) {
+      const dir = join(ROOT, "plugins", "templates", part);
+      for (const rel of readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath ?? (e as { path: string }).path, e.name)))) {
+        // Stored without the dot: npm pack leaves .gitignore files out of a package.
+        const dest = rel === "gitignore" ? ".gitignore" : rel;
+        expect(files, dest).toContain(dest);
+        const text = readFileSync(join(tmp, name, dest), "utf8");
+        expect(text, dest).not.toMatch(/\{\{\w+\}\}/);
+        if (readFileSync(join(dir, rel), "utf8").includes("{{name}}")) expect(text, dest).toContain(name);
+      }
+    }
+    expect(readFileSync(join(tmp, name, "fixtures", "two-lines.yaml"), "utf8")).toContain("  lnet.stats:\n");
   });
 
   it("rejects an unknown language", async () => {

@@ -9,7 +9,7 @@ import { startChecks, type RunningChecks } from "./checks.js";
 import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
 import { VERSION } from "./package-info.js";
-import { PLUGIN_ABIS } from "../runtime/types.js";
+import { spokenAbis } from "../runtime/abi/index.js";
 import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
@@ -22,8 +22,8 @@ function identityConfig(cfg: Config): IdentityConfig {
     manifest: {
       "probegate.version": VERSION,
       "probegate.mode": cfg.mode,
-      // Every plugin ABI this gateway loads, comma-separated (plugins/ABI.md).
-      "probegate.plugin-abi": PLUGIN_ABIS.join(","),
+      // Every plugin ABI this gateway loads, comma-separated (runtime/abi/, plugins/ABI.md).
+      "probegate.plugin-abi": spokenAbis(),
       "node.version": process.version,
       "node.platform": `${process.platform}/${process.arch}`,
     },
@@ -118,7 +118,7 @@ export async function main(argv: string[]): Promise<number> {
   const logger = createLogger(cfg.logLevel);
   guardProcess(logger);
   const metrics = new Metrics();
-  metrics.buildInfo.set({ version: VERSION, node_version: process.version, abi: PLUGIN_ABIS.join(",") }, 1);
+  metrics.buildInfo.set({ version: VERSION, node_version: process.version, abi: spokenAbis() }, 1);
   const stopSignal = waitForSignal(logger);
 
   let checks: RunningChecks;

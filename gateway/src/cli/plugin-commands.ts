@@ -6,6 +6,7 @@ import { pino } from "pino";
 import { isHostComposedSource } from "../engine/sources/host-sources.js";
 import { FAULT_KINDS, parseDuration, SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
 import type { CaseSpec } from "../plugin-test/plugin-under-test.js";
+import { abiDescriptor } from "../runtime/abi/index.js";
 import { inspectPlugin, type InspectResult } from "../runtime/inspect.js";
 import { sha256Hex } from "../runtime/loader.js";
 import { DEFAULTS, type PluginManifest } from "../runtime/types.js";
@@ -58,7 +59,7 @@ missing-fact failures). Its trace() lines are printed.
 
 options:
   --fixtures PATH            fixture files (*.yaml) or directories of them (repeatable); prints one
-                             line per case and "N passed, N failed" (format: plugins/README.md)
+                             line per case and "N passed, N failed" (format: docs/plugins.md)
   --source NAME=FILE         stdout of source NAME is the content of FILE (repeatable)
   --source-stderr NAME=FILE  stderr of command source NAME is the content of FILE
   --source-exit NAME=CODE    exit status of command source NAME (default 0; non-zero makes it not ok)
@@ -449,7 +450,7 @@ function formatInspect(i: InspectResult, config: ResolvedConfig | null): string 
     const m = i.manifest;
     lines.push(
       `manifest:`,
-      `  abi:         ${m.abi} (${m.abi === 2 ? "UTF-8 byte buffers: pg_manifest, pg_check, pg_alloc, pg_reset" : "AssemblyScript strings: manifest, check"})`,
+      `  abi:         ${m.abi} (${abiDescriptor(m.abi).convention}: ${abiDescriptor(m.abi).names.inspect})`,
       `  name:        ${m.name}`,
       `  version:     ${m.version}`,
       `  description: ${m.description}`,

@@ -1,5 +1,6 @@
-// Retry pacing for API requests: capped exponential backoff with full jitter,
-// Retry-After on 429, and a token bucket for Node writes.
+// Retry pacing for the node reporter's requests: capped exponential backoff
+// with full jitter, and a token bucket for Node writes. (Retry-After on 429 is
+// the client's: client/retry-after.ts.)
 
 export class Backoff {
   private attempt = 0;
@@ -23,15 +24,6 @@ export class Backoff {
   get failures(): number {
     return this.attempt;
   }
-}
-
-/** Retry-After as seconds or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | undefined, nowMs = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  return Number.isFinite(at) ? Math.max(0, at - nowMs) : undefined;
 }
 
 /** Tokens refill one per interval up to burst; take() says how long to wait for one. */

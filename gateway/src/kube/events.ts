@@ -1,8 +1,8 @@
 // Events on the Node, one per readiness transition. A transition that repeats
 // (a flapping check) updates the first Event's count instead of creating a new
 // object each time, as the API server's own event correlation does.
-import type { KubeApi } from "./api.js";
-import { KubeError } from "./api.js";
+import type { KubeApi } from "./client/api.js";
+import { KubeError } from "./client/api.js";
 
 export interface PendingEvent {
   type: "Normal" | "Warning";

@@ -3,8 +3,8 @@
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import { createKubeApi } from "./api.js";
-import { loadClientConfig } from "./kubeconfig.js";
+import { createKubeApi } from "./client/api.js";
+import { loadClientConfig } from "./client/kubeconfig.js";
 import { KubeMetrics } from "./metrics.js";
 import { NodeReporter } from "./reporter.js";
 import type { KubeReportingSpec } from "./spec.js";
@@ -40,7 +40,8 @@ export function prepareNodeReporting(opts: NodeReportingOptions): { start(): Nod
     config,
     impersonateNode: opts.spec.impersonateNode,
     requestTimeoutMs: opts.spec.timings.requestTimeoutMs,
-    metrics,
+    // The client counts nothing itself: the reporter's metrics observe its requests.
+    onRequest: (r) => metrics.requests.inc(r),
     userAgent: `probegate/${opts.version}`,
   });
   return {

@@ -2,15 +2,19 @@
 // A consumer of the engine's snapshots; nothing here is ever awaited by Probe
 // or the health endpoints. One reconcile loop runs at a time (so at most one
 // write is in flight), and a new snapshot during a write only marks the loop
-// dirty: the latest state wins and intermediate ones are never written.
+// dirty: the latest state wins and intermediate ones are never written. What
+// the Node looks like now comes from node-watch.ts; this module is the loop.
 import type { ReadinessProvider } from "../engine/state.js";
 import type { Logger } from "../observability/logger.js";
-import { KubeError, type Identity, type KubeApi, type WatchEvent, type WatchHandle } from "./api.js";
+import { KubeError, type Identity, type KubeApi } from "./client/api.js";
 import { Backoff, TokenBucket } from "./backoff.js";
 import { desiredState, type DesiredState } from "./desired.js";
 import { NodeEvents } from "./events.js";
 import type { KubeMetrics } from "./metrics.js";
-import { hasTaint, planConditions, planTaint, type NodeView } from "./node-view.js";
+import { FailureLog } from "./failure-log.js";
+import { planConditions, planTaint } from "./node-plan.js";
+import { hasTaint, viewOf, type NodeView } from "./node-view.js";
+import { NodeWatch } from "./node-watch.js";
 import { formatTaint, WRITE_BURST, type KubeReportingSpec } from "./spec.js";
 
 export interface NodeReporterOptions {
@@ -35,8 +39,9 @@ export class NodeReporter {
   private readonly m: KubeMetrics;
   private readonly now: () => number;
   private readonly backoff: Backoff;
-  private readonly watchBackoff: Backoff;
   private readonly writes: TokenBucket;
+  private readonly failures: FailureLog;
+  private readonly watch: NodeWatch;
   private readonly taintWrites: TokenBucket;
   private readonly eventWrites: TokenBucket;
   private readonly events: NodeEvents;
@@ -54,15 +59,6 @@ export class NodeReporter {
   private conflicts = 0;
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Number.POSITIVE_INFINITY;
-  private watch: WatchHandle | null = null;
-  private watchWanted = false;
-  private watchTimer: NodeJS.Timeout | null = null;
-  /** Where the next watch starts: the last resourceVersion seen (read, list, event or bookmark). */
-  private watchFrom = "";
-  /** After a 410 the Node is listed, not read: a watch must start from the list's resourceVersion. */
-  private relist = false;
-  private resyncTimer: NodeJS.Timeout | null = null;
-  private failures = new Map<string, number>();
   private waitingForCSINode = false;
   private csiNodeListed = "";
   private csiNodeListedUntil = 0;
@@ -77,28 +73,36 @@ export class NodeReporter {
     this.now = opts.now ?? Date.now;
     const t = opts.spec.timings;
     this.backoff = new Backoff(BACKOFF_BASE_MS, t.backoffCapMs);
-    this.watchBackoff = new Backoff(BACKOFF_BASE_MS, t.backoffCapMs);
     this.writes = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
     // The taint has its own budget: during a storm, condition writes must not starve it.
     this.taintWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
     this.eventWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
     this.events = new NodeEvents(opts.spec.nodeName);
     this.statusAs = opts.spec.impersonateNode ? "node" : "self";
+    this.failures = new FailureLog(this.log);
+    this.watch = new NodeWatch({
+      api: this.api,
+      as: this.statusAs,
+      nodeName: opts.spec.nodeName,
+      resyncMs: t.resyncMs,
+      backoffBaseMs: BACKOFF_BASE_MS,
+      backoffCapMs: t.backoffCapMs,
+      now: this.now,
+      failures: this.failures,
+      current: () => this.view,
+      seen: (view, reconcile) => {
+        this.view = view;
+        this.noteTaint();
+        if (reconcile) this.kick();
+      },
+    });
     this.desired = this.compute();
   }
 
   start(): void {
     this.unsubscribe = this.opts.readiness.subscribe(() => this.onSnapshot());
     this.onSnapshot();
-    this.watchWanted = true;
-    // The bounded re-read: while the watch is down, the Node is read again every resync period.
-    this.resyncTimer = setInterval(() => {
-      if (!this.watch) {
-        this.view = undefined;
-        this.kick();
-      }
-    }, this.spec.timings.resyncMs);
-    this.resyncTimer.unref();
+    this.watch.start();
   }
 
   /** Stops timers and the watch; a request in flight finishes on its own (its deadline bounds it). */
@@ -106,10 +110,7 @@ export class NodeReporter {
     this.stopped = true;
     this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
-    if (this.watchTimer) clearTimeout(this.watchTimer);
-    if (this.resyncTimer) clearInterval(this.resyncTimer);
-    this.watch?.stop();
-    this.watch = null;
+    this.watch.stop();
     await this.idle;
   }
 
@@ -180,10 +181,10 @@ export class NodeReporter {
     let step = "read node";
     try {
       if (!this.view) {
-        await this.readNode();
-        this.succeeded(step);
+        this.view = await this.watch.read();
+        this.failures.succeeded(step);
         this.noteTaint();
-        this.ensureWatch();
+        this.watch.ensure();
       }
       let done = true;
       if (this.spec.condition) {
@@ -200,7 +201,7 @@ export class NodeReporter {
         if (wait > 0) this.wakeIn(wait);
         else {
           await this.events.writeOne(this.api, this.now());
-          this.succeeded(step);
+          this.failures.succeeded(step);
           if (this.events.pending) this.dirty = true;
         }
       }
@@ -210,19 +211,6 @@ export class NodeReporter {
     } catch (err) {
       this.m.pending.set(1);
       this.failed(step, err);
-    }
-  }
-
-  private async readNode(): Promise<void> {
-    if (this.relist) {
-      const list = await this.api.listNode(this.statusAs);
-      if (!list.view) throw new KubeError(`nodes "${this.spec.nodeName}" not found`, 404, "http");
-      this.view = list.view;
-      this.watchFrom = list.resourceVersion;
-      this.relist = false;
-    } else {
-      this.view = await this.api.readNode(this.statusAs);
-      this.watchFrom = this.view.resourceVersion;
     }
   }
 
@@ -253,8 +241,8 @@ export class NodeReporter {
         conditions: [...plan.write, ...plan.remove.map((type) => ({ type, $patch: "delete" }))],
       },
     };
-    this.view = await this.api.patchNodeStatus(this.statusAs, body);
-    this.succeeded("write condition");
+    this.view = viewOf(await this.api.patchNodeStatus(this.statusAs, body));
+    this.failures.succeeded("write condition");
     this.m.lastWrite.set(this.now() / 1000);
     for (const c of plan.write) {
       for (const s of ["True", "False", "Unknown"]) this.m.conditionStatus.set({ condition: c.type, status: s }, c.status === s ? 1 : 0);
@@ -310,8 +298,8 @@ export class NodeReporter {
       this.wakeIn(wait);
       return false;
     }
-    this.view = await this.api.patchNodeTaints(ops);
-    this.succeeded("write taint");
+    this.view = viewOf(await this.api.patchNodeTaints(ops));
+    this.failures.succeeded("write taint");
     this.m.lastWrite.set(this.now() / 1000);
     this.noteTaint();
     this.log.info({ taint: formatTaint(taint), action: want ? "added" : "removed", mode: this.spec.taintMode }, want ? "taint added" : "taint removed");
@@ -322,30 +310,12 @@ export class NodeReporter {
     if (this.spec.taint && this.view) this.m.taintPresent.set(hasTaint(this.view, this.spec.taint) ? 1 : 0);
   }
 
-  private succeeded(step: string): void {
-    const n = this.failures.get(step);
-    if (n !== undefined) {
-      this.failures.delete(step);
-      this.log.info({ step, failures: n }, "Kubernetes API requests succeed again");
-    }
-    for (const k of [...this.failures.keys()]) if (k.startsWith(`${step}\u0000`)) this.failures.delete(k);
-  }
-
-  /** Each distinct failure (step and code) is logged once, not once per retry. */
-  private logOnce(step: string, e: KubeError): void {
-    const key = `${step}\u0000${e.key}`;
-    const seen = this.failures.get(key);
-    if (seen === undefined) this.log.warn({ step, status: e.status, error: e.message }, "Kubernetes API request failed; retrying");
-    this.failures.set(key, (seen ?? 0) + 1);
-    this.failures.set(step, (this.failures.get(step) ?? 0) + 1);
-  }
-
   private failed(step: string, err: unknown): void {
     const e = err instanceof KubeError ? err : new KubeError((err as Error).message, undefined, "error");
     const conflict = e.status === 409 || e.status === 422;
     // Losing a race to kubelet or the node controller is routine: worth a warning only when it keeps happening.
     if (conflict && this.conflicts < QUICK_CONFLICT_RETRIES) this.log.debug({ step, status: e.status }, "write conflict; re-reading the Node");
-    else this.logOnce(step, e);
+    else this.failures.failed(step, e);
 
     let wait: number;
     if (e.status === 409 || e.status === 422) {
@@ -365,48 +335,5 @@ export class NodeReporter {
     }
     this.blockedUntil = this.now() + wait;
     this.wakeIn(wait);
-  }
-
-  private ensureWatch(): void {
-    if (!this.watchWanted || this.watch || this.watchTimer || this.stopped || !this.view) return;
-    // readNode always sets watchFrom, but to "" when a list answer carries no resourceVersion.
-    const rv = this.watchFrom || this.view.resourceVersion;
-    const timeoutSeconds = Math.max(1, Math.round(this.spec.timings.resyncMs / 1000));
-    let ended = false;
-    const startedAt = this.now();
-    const onEvent = ({ type, view, resourceVersion }: WatchEvent) => {
-      if (this.stopped || ended) return;
-      this.watchBackoff.reset();
-      this.succeeded("watch node");
-      if (resourceVersion) this.watchFrom = resourceVersion;
-      if (type === "DELETED") this.view = undefined;
-      else if (view && (type === "MODIFIED" || type === "ADDED")) this.view = view;
-      else return;
-      this.noteTaint();
-      this.kick();
-    };
-    const onDone = (err: KubeError | null) => {
-      if (ended) return;
-      ended = true;
-      if (this.watch === handle) this.watch = null;
-      if (this.stopped) return;
-      if (err?.status === 410) {
-        this.view = undefined;
-        this.relist = true;
-      }
-      // A watch the server ends at once, again and again, must not turn into a hot loop.
-      const wait = err || this.now() - startedAt < 1000 ? this.watchBackoff.next() : 0;
-      if (err) this.logOnce("watch node", err);
-      else this.succeeded("watch node");
-      this.watchTimer = setTimeout(() => {
-        this.watchTimer = null;
-        if (!this.view) this.kick();
-        else this.ensureWatch();
-      }, wait);
-      this.watchTimer.unref();
-    };
-    // onDone never runs before watchNode returns (it reads handle, which would not exist yet).
-    const handle = this.api.watchNode(this.statusAs, rv, timeoutSeconds, onEvent, onDone);
-    this.watch = handle;
   }
 }

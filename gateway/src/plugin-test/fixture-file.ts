@@ -1,5 +1,5 @@
 // Fixture files: one YAML case per file, saying what a plugin must answer to
-// a set of saved source outputs (the format is in plugins/README.md).
+// a set of saved source outputs (the format is in docs/plugins.md).
 //
 // Unknown keys are errors naming the key and its line: a misspelt `stdot:`
 // would otherwise leave the source empty and the case testing nothing.

@@ -6,6 +6,10 @@
 // therefore be self-contained: no imports, no closures over module scope —
 // everything it needs arrives through `req` (the worker's CommonJS require).
 //
+// Which ABI a module speaks is the loader's answer, sent with "register"
+// (abi/, WorkerAbi): the ABI's number picks the calling convention below and
+// its entry points are what gets called.
+//
 // ABI v1: strings cross the boundary the way @assemblyscript/loader does it
 // (`__new(bytes, STRING_ID)`, `__pin`/`__unpin`, UTF-16LE, byte length at
 // ptr-4, class id at ptr-8), re-implemented here so every read from plugin
@@ -32,8 +36,8 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
   interface Entry {
     module: any;
     instance: any;
-    /** The ABI the module's exports speak (the loader refused mixtures). */
-    abi: 1 | 2;
+    /** The loader's answer: the ABI the module was checked against, and its entry points. */
+    abi: { abi: number; entryPoints: { manifest: string; check: string } };
     state: { abortMessage: string | null; traces: number; key: string };
   }
   const entries = new Map<string, Entry>();
@@ -117,7 +121,7 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
   function instantiate(e: Entry): void {
     let instance: any = null;
     const getMemory = () => (instance ? (instance.exports as any).memory : null);
-    const imports = e.abi === 2 ? makeImportsV2(e.state, getMemory) : makeImports(e.state, getMemory);
+    const imports = CONVENTIONS[e.abi.abi]!.imports(e.state, getMemory);
     // Instantiation runs the module's start function (AS top-level code), so
     // it happens inside a call, under the caller's deadline.
     instance = new WA.Instance(e.module, imports as any);
@@ -192,9 +196,10 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
 
   function callV2(e: Entry, msg: any): { ok: true; output: string } | Fault {
     const ex = e.instance!.exports as any;
+    const fn: string = e.abi.entryPoints[msg.fn as "manifest" | "check"];
     let packed: unknown;
     if (msg.fn === "manifest") {
-      packed = ex.pg_manifest();
+      packed = ex[fn]();
     } else {
       const input = Buffer.from(msg.input, "utf8");
       const ptr = ex.pg_alloc(input.length) >>> 0;
@@ -204,51 +209,65 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
         return { ok: false, reason: "PluginBadOutput", message: `pg_alloc(${input.length}) returned ${ptr}, not a buffer inside plugin memory (${buf.byteLength} bytes)` };
       }
       input.copy(Buffer.from(buf, ptr, input.length));
-      packed = ex.pg_check(ptr, input.length);
+      packed = ex[fn](ptr, input.length);
     }
-    const result = readPacked(e, packed, msg.fn === "manifest" ? "pg_manifest" : "pg_check", msg.maxOutputBytes);
+    const result = readPacked(e, packed, fn, msg.maxOutputBytes);
     // The result is copied out: the arena goes back to empty for the next call.
     ex.pg_reset();
     return result;
   }
+
+  function callV1(e: Entry, msg: any): { ok: true; output: string } | Fault {
+    const ex = e.instance!.exports as any;
+    const fn: string = e.abi.entryPoints[msg.fn as "manifest" | "check"];
+    let pinned = 0;
+    let ptr: number;
+    if (msg.fn === "manifest") {
+      ptr = ex[fn]();
+    } else {
+      pinned = newString(e, msg.input);
+      ex.__pin(pinned);
+      ptr = ex[fn](pinned);
+    }
+    const result = readResult(e, ptr, msg.maxOutputBytes);
+    if (pinned) ex.__unpin(pinned);
+    // The result is copied out: collect now, so a plugin built with the
+    // minimal runtime (which frees nothing on its own) cannot grow per call.
+    if (typeof ex.__collect === "function") ex.__collect();
+    return result;
+  }
+
+  /**
+   * Each ABI's calling convention, by ABI number: its host imports, how a
+   * call crosses, and whether a bad result leaves the instance suspect (v2's
+   * arena; a v1 bad result is only read, never written into).
+   */
+  const CONVENTIONS: Record<number, { imports: (state: Entry["state"], getMemory: () => any) => object; call: typeof callV1; badOutputResets: boolean }> = {
+    1: { imports: makeImports, call: callV1, badOutputResets: false },
+    2: { imports: makeImportsV2, call: callV2, badOutputResets: true },
+  };
 
   function call(msg: any): { ok: true; output: string } | Fault {
     const e = entries.get(msg.key);
     if (!e) return { ok: false, reason: "PluginUnloaded", message: "plugin is not loaded" };
     e.state.abortMessage = null;
     e.state.traces = 0;
-    let pinned = 0;
     let growRefused: any = null;
     try {
       if (!e.instance) instantiate(e);
       const ex = e.instance!.exports as any;
       growRefused = ex[GROW_REFUSED] ?? null;
       if (growRefused) growRefused.value = 0;
-      if (e.abi === 2) {
-        const r = callV2(e, msg);
-        if (r.ok) return r;
-        const refusedPages = growRefused ? growRefused.value >>> 0 : 0;
-        const hadBytes = memoryOf(e).buffer.byteLength;
-        // A module that handed back a bad buffer may be in any state: the next call gets a fresh instance.
-        e.instance = null;
-        // pg_alloc failing because the cap refused memory is a memory fault, not bad output.
-        if (r.reason === "PluginBadOutput" && refusedPages > 0) return memoryLimit(msg, refusedPages, hadBytes, `Error: ${r.message.slice(0, ABORT_TEXT_MAX)}`);
-        return r;
-      }
-      let ptr: number;
-      if (msg.fn === "manifest") {
-        ptr = ex.manifest();
-      } else {
-        pinned = newString(e, msg.input);
-        ex.__pin(pinned);
-        ptr = ex.check(pinned);
-      }
-      const result = readResult(e, ptr, msg.maxOutputBytes);
-      if (pinned) ex.__unpin(pinned);
-      // The result is copied out: collect now, so a plugin built with the
-      // minimal runtime (which frees nothing on its own) cannot grow per call.
-      if (typeof ex.__collect === "function") ex.__collect();
-      return result;
+      const convention = CONVENTIONS[e.abi.abi]!;
+      const r = convention.call(e, msg);
+      if (r.ok || !convention.badOutputResets) return r;
+      const refusedPages = growRefused ? growRefused.value >>> 0 : 0;
+      const hadBytes = memoryOf(e).buffer.byteLength;
+      // A module that handed back a bad buffer may be in any state: the next call gets a fresh instance.
+      e.instance = null;
+      // pg_alloc failing because the cap refused memory is a memory fault, not bad output.
+      if (r.reason === "PluginBadOutput" && refusedPages > 0) return memoryLimit(msg, refusedPages, hadBytes, `Error: ${r.message.slice(0, ABORT_TEXT_MAX)}`);
+      return r;
     } catch (err: any) {
       // A trapped AS instance may have a half-updated heap: start the next
       // call from a fresh instance.
@@ -279,7 +298,7 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
         entries.set(msg.key, {
           module: msg.module,
           instance: null,
-          abi: WA.Module.exports(msg.module).some((x: any) => x.name === "pg_check") ? 2 : 1,
+          abi: msg.abi,
           state: { abortMessage: null, traces: 0, key: msg.key },
         });
         return;

@@ -2,6 +2,7 @@ import { Worker, type ResourceLimits } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
 import type { Logger } from "../observability/logger.js";
 import type { WasmModule } from "./wasm-api.js";
+import type { WorkerAbi } from "./abi/index.js";
 import { sandboxWorkerSource } from "./sandbox-worker.js";
 import { TraceLog } from "./trace-log.js";
 import { DEFAULTS, type CallResult, type FaultReason } from "./types.js";
@@ -45,7 +46,7 @@ export class Sandbox {
   private worker: Worker | null = null;
   /** Set once the worker runs: a deadline must not include isolate start-up, which a loaded node can stretch. */
   private workerOnline = false;
-  private readonly modules = new Map<string, WasmModule>();
+  private readonly modules = new Map<string, { module: WasmModule; abi: WorkerAbi }>();
   private readonly labels = new Map<string, string>();
   private readonly onTrace: ((label: string, message: string) => void) | undefined;
   private readonly queue: Job[] = [];
@@ -67,11 +68,15 @@ export class Sandbox {
     }
   }
 
-  /** `label` names the plugin in its trace lines (default: the key). */
-  register(key: string, module: WasmModule, label = key): void {
-    this.modules.set(key, module);
+  /**
+   * `abi` is the loader's answer (the ABI the module was checked against),
+   * which the worker calls it by; `label` names the plugin in its trace
+   * lines (default: the key).
+   */
+  register(key: string, module: WasmModule, abi: WorkerAbi, label = key): void {
+    this.modules.set(key, { module, abi });
     this.labels.set(key, label);
-    this.worker?.postMessage({ op: "register", key, module });
+    this.worker?.postMessage({ op: "register", key, module, abi });
   }
 
   unregister(key: string): void {
@@ -158,7 +163,7 @@ export class Sandbox {
     });
     w.on("error", (err) => onDeath(err.message));
     w.on("exit", (code) => onDeath(`exit code ${code}`));
-    for (const [key, module] of this.modules) w.postMessage({ op: "register", key, module });
+    for (const [key, { module, abi }] of this.modules) w.postMessage({ op: "register", key, module, abi });
     this.worker = w;
     this.workerOnline = false;
     return w;

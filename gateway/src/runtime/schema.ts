@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { abiDescriptor } from "./abi/index.js";
 import { FACT_NAME_MAX_CHARS, FACT_VALUE_MAX_CHARS, PLUGIN_ABIS, STORAGE_HEALTH_STATUSES, VOLUME_HEALTH_STATUSES, type CheckOutput, type ConfigDecl, type ConfigKeyDecl, type PluginAbi, type PluginManifest } from "./types.js";
 import { oneLine } from "../support/one-line.js";
 
@@ -172,7 +173,7 @@ export function parseManifest(text: string, abi: PluginAbi = 1): ManifestResult 
     return {
       ok: false,
       reason: "AbiMismatch",
-      message: `manifest says abi ${claimed}, but the module's imports and exports are ABI v${abi}'s (${ABI_ENTRY_POINTS[abi]})`,
+      message: `manifest says abi ${claimed}, but the module's imports and exports are ABI v${abi}'s (${abiDescriptor(abi).names.mismatch})`,
     };
   }
   const r = manifestSchema.safeParse(raw);
@@ -180,7 +181,6 @@ export function parseManifest(text: string, abi: PluginAbi = 1): ManifestResult 
   return { ok: true, manifest: r.data as PluginManifest };
 }
 
-const ABI_ENTRY_POINTS: Record<PluginAbi, string> = { 1: "manifest, check, __new", 2: "pg_manifest, pg_check, pg_alloc" };
 
 export type OutputResult = { ok: true; output: CheckOutput } | { ok: false; message: string };
 

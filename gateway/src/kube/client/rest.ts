@@ -5,7 +5,7 @@
 // API server's Status bodies and Retry-After turned into KubeError.
 import http from "node:http";
 import https from "node:https";
-import { retryAfterMs } from "./backoff.js";
+import { retryAfterMs } from "./retry-after.js";
 import { CredentialError, Credentials, type Credential } from "./credentials.js";
 import type { ClientConfig } from "./kubeconfig.js";
 import { tlsFailureSentence } from "./tls-errors.js";

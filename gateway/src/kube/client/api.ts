@@ -2,9 +2,9 @@
 // client (rest.ts): five kinds of call did not justify a general client
 // library that cost ~67 MiB of RSS and ~27 MiB of heap (measured; README,
 // "Kubernetes node reporting"). This module is imported only when node
-// reporting is on.
-import type { KubeMetrics } from "./metrics.js";
-import { viewOf, type JsonPatchOp, type NodeView } from "./node-view.js";
+// reporting is on. It answers with the API's objects as they are: what a
+// Node means to probegate (node-view.ts) and what is counted (the reporter's
+// metrics, through onRequest) belong to the caller.
 import type { ClientConfig } from "./kubeconfig.js";
 import { KubeError, RestClient, type RestRequest, type WatchHandle } from "./rest.js";
 
@@ -15,22 +15,37 @@ export type Identity = "self" | "node";
 
 export type EventApi = "events.k8s.io/v1" | "v1";
 
+/** An object as the API server returns it (JSON). */
+export type KubeObject = unknown;
+
+export type JsonPatchOp =
+  | { op: "test"; path: string; value: unknown }
+  | { op: "add" | "replace"; path: string; value: unknown }
+  | { op: "remove"; path: string };
+
+/** One finished request, for whoever counts them: the verb, the resource and the HTTP code or network error key. */
+export interface RequestOutcome {
+  verb: string;
+  resource: string;
+  code: string;
+}
+
 /** What a watch line carries: a change, a bookmark (only a resourceVersion) or an error Status. */
 export interface WatchEvent {
   type: "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
   /** The Node as it is now, for ADDED and MODIFIED. */
-  view: NodeView | undefined;
+  object: KubeObject | undefined;
   /** Where a watch resumes after this event. */
   resourceVersion: string;
 }
 
 export interface KubeApi {
   readonly nodeName: string;
-  readNode(as: Identity): Promise<NodeView>;
+  readNode(as: Identity): Promise<KubeObject>;
   /** The Node by a list of one, and the list's resourceVersion: where a watch starts after a 410. */
-  listNode(as: Identity): Promise<{ view: NodeView | undefined; resourceVersion: string }>;
-  patchNodeStatus(as: Identity, body: object): Promise<NodeView>;
-  patchNodeTaints(ops: JsonPatchOp[]): Promise<NodeView>;
+  listNode(as: Identity): Promise<{ item: KubeObject | undefined; resourceVersion: string }>;
+  patchNodeStatus(as: Identity, body: object): Promise<KubeObject>;
+  patchNodeTaints(ops: JsonPatchOp[]): Promise<KubeObject>;
   /** Driver names in the node's CSINode, or null when there is no CSINode yet. */
   csiNodeDrivers(): Promise<string[] | null>;
   createEvent(api: EventApi, namespace: string, body: object): Promise<void>;
@@ -45,7 +60,8 @@ export interface KubeApiOptions {
   config: ClientConfig;
   impersonateNode: boolean;
   requestTimeoutMs: number;
-  metrics: KubeMetrics;
+  /** Told of every request once it has finished (a watch: once it has ended). */
+  onRequest?: (r: RequestOutcome) => void;
   userAgent: string;
 }
 
@@ -59,17 +75,17 @@ export function createKubeApi(opts: KubeApiOptions): KubeApi {
   const rest = new RestClient(opts.config, opts.requestTimeoutMs, opts.userAgent);
   const name = opts.nodeName;
   const node = `/api/v1/nodes/${encodeURIComponent(name)}`;
-  const m = opts.metrics;
+  const observe = opts.onRequest ?? (() => {});
   const as = (who: Identity) => (who === "node" && opts.impersonateNode ? `system:node:${name}` : undefined);
 
   async function call<T>(verb: string, resource: string, req: RestRequest): Promise<T> {
     try {
       const out = await rest.json<T>(req);
-      m.requests.inc({ verb, resource, code: "200" });
+      observe({ verb, resource, code: "200" });
       return out;
     } catch (err) {
       // rest.json rejects with nothing but KubeError.
-      m.requests.inc({ verb, resource, code: (err as KubeError).key });
+      observe({ verb, resource, code: (err as KubeError).key });
       throw err;
     }
   }
@@ -81,16 +97,15 @@ export function createKubeApi(opts: KubeApiOptions): KubeApi {
   return {
     nodeName: name,
     close: () => rest.close(),
-    readNode: async (who) => viewOf(await call("get", "nodes", { method: "GET", path: node, as: as(who) })),
+    readNode: (who) => call("get", "nodes", { method: "GET", path: node, as: as(who) }),
     listNode: async (who) => {
       const list = await call<Obj>("list", "nodes", { method: "GET", path: `/api/v1/nodes?${one}`, as: as(who) });
       const item = list.items?.[0];
-      return { view: item ? viewOf(item) : undefined, resourceVersion: list.metadata?.resourceVersion ?? "" };
+      return { item, resourceVersion: list.metadata?.resourceVersion ?? "" };
     },
-    patchNodeStatus: async (who, body) =>
-      viewOf(await call("patch", "nodes/status", { method: "PATCH", path: `${node}/status`, body, contentType: SMP, as: as(who) })),
+    patchNodeStatus: (who, body) => call("patch", "nodes/status", { method: "PATCH", path: `${node}/status`, body, contentType: SMP, as: as(who) }),
     // NodeRestriction forbids a node identity to change taints: always our own identity.
-    patchNodeTaints: async (ops) => viewOf(await call("patch", "nodes", { method: "PATCH", path: node, body: ops, contentType: JSON_PATCH })),
+    patchNodeTaints: (ops) => call("patch", "nodes", { method: "PATCH", path: node, body: ops, contentType: JSON_PATCH }),
     csiNodeDrivers: async () => {
       try {
         const csi = await call<Obj>("get", "csinodes", { method: "GET", path: `/apis/storage.k8s.io/v1/csinodes/${encodeURIComponent(name)}` });
@@ -109,7 +124,7 @@ export function createKubeApi(opts: KubeApiOptions): KubeApi {
     watchNode(who, resourceVersion, timeoutSeconds, onEvent, onDone) {
       const query = `watch=true&${one}&resourceVersion=${encodeURIComponent(resourceVersion)}&timeoutSeconds=${timeoutSeconds}&allowWatchBookmarks=true`;
       const done = (err: KubeError | null) => {
-        m.requests.inc({ verb: "watch", resource: "nodes", code: err ? err.key : "200" });
+        observe({ verb: "watch", resource: "nodes", code: err ? err.key : "200" });
         onDone(err);
       };
       // The server ends the watch after timeoutSeconds; the client's own bound leaves it a request timeout more.
@@ -122,8 +137,11 @@ export function createKubeApi(opts: KubeApiOptions): KubeApi {
           return;
         }
         if (l.type !== "ADDED" && l.type !== "MODIFIED" && l.type !== "DELETED" && l.type !== "BOOKMARK") return;
+        const change = l.type === "ADDED" || l.type === "MODIFIED";
+        // Thrown, the watch ends as a bad event (rest.ts) and is started again.
+        if (change && l.object == null) throw new Error(`${l.type} event without an object`);
         const rv = l.object?.metadata?.resourceVersion ?? "";
-        onEvent({ type: l.type, view: l.type === "ADDED" || l.type === "MODIFIED" ? viewOf(l.object) : undefined, resourceVersion: rv });
+        onEvent({ type: l.type, object: change ? l.object : undefined, resourceVersion: rv });
       }, done);
       return handle;
     },
