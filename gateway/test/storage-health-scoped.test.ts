@@ -155,6 +155,12 @@ describe("the whole listing whenever in doubt", () => {
     expect(r.scoped).toBe(r.whole);
   });
 
+  it("the only mount there is gets the listing itself, not a copy", () => {
+    const only = result(`lustrefs-${inst(1)} ${mp(1)}\n`);
+    expect(scopeListing(imports, ".import=", only, [mp(1)])).toBe(imports);
+    expect(scopeListing(imports, ".import=", gn, [mp(1)])).not.toBe(imports);
+  });
+
   it("the damage case above really is damage to the plugin", () => {
     const damaged = imports.stdout.replace(new RegExp(`(OST0002-osc-${inst(2)}.import=\\nimport:\\n.*\\n.*\\n)    state: FULL\\n`), "$1");
     expect(damaged.length).toBeLessThan(imports.stdout.length);

@@ -238,6 +238,10 @@ class HealthEvaluator implements StorageHealth {
     let epochs = this.lastEpoch.get(v.volumeId);
     if (!epochs) this.lastEpoch.set(v.volumeId, (epochs = new Map()));
     const prev = epochs;
+    // Each check reads its Lustre listing narrowed to the volume's own mount
+    // (scoped-sources.ts). A check is not skipped when its input is unchanged:
+    // the input carries round.epoch, and verdicts depend on it (an import
+    // within its grace now is beyond it later), so no two rounds are the same.
     const outcomes = await Promise.all(
       plugins.map((p) =>
         runPlugin({ ...this.opts, catalog: volumeScopedCatalog(this.opts.catalog, p.manifest.sources) }, p, facts, {

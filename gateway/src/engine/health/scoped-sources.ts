@@ -53,8 +53,10 @@ function volumePaths(facts: Readonly<Record<string, string>> | undefined): strin
 /** The listing restricted to the mounts `lfs getname` names for paths; the listing itself when in doubt. */
 export function scopeListing(listing: SourceResult, suffix: string, getname: SourceResult, paths: readonly string[]): SourceResult {
   if (listing.truncated || listing.stdout.length === 0 || !getname.ok || paths.length === 0) return listing;
-  const keys = mountKeys(getname, paths.map(normalizePath));
-  if (keys.length === 0) return listing;
+  const { keys, mounts } = mountKeys(getname, paths.map(normalizePath));
+  // Its mounts are all the mounts there are (one volume, or all on one mount):
+  // the whole listing is what it would be given, without the copy.
+  if (keys.length === 0 || keys.length === mounts) return listing;
   const index = listingIndex(listing, suffix);
   if (!index) return listing;
   const memoKey = keys.join(" ");
@@ -65,6 +67,7 @@ export function scopeListing(listing: SourceResult, suffix: string, getname: Sou
   // No block of its own: the check says so itself, from the whole listing.
   if (picked.length === 0) return listing;
   picked.push(...index.shared);
+  if (picked.length === index.blocks.length) return listing;
   picked.sort((a, b) => a - b);
   let stdout = index.prefix;
   for (const i of picked) stdout += index.blocks[i]!;
@@ -155,16 +158,19 @@ function mountKeyOf(device: string): string {
  * without trailing slashes): with the same keys it selects the same mounts,
  * all of whose blocks it is given. Any other key set could change a verdict
  * (none at all makes it fall back to every mount of the file system).
+ * `mounts`: how many mounts `lfs getname` printed in all.
  */
-function mountKeys(getname: SourceResult, paths: readonly string[]): string[] {
+function mountKeys(getname: SourceResult, paths: readonly string[]): { keys: string[]; mounts: number } {
   const keys = new Set<string>();
+  const all = new Set<string>();
   for (const raw of getname.stdout.split("\n")) {
     const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
     const sp = line.indexOf(" ");
     if (sp <= 0 || sp + 1 >= line.length) continue;
+    all.add(line.slice(0, sp));
     if (paths.includes(normalizePath(unescapeMountField(line.slice(sp + 1))))) keys.add(line.slice(0, sp));
   }
-  return [...keys].sort();
+  return { keys: [...keys].sort(), mounts: all.size };
 }
 
 function normalizePath(p: string): string {
