@@ -27,6 +27,7 @@ import type {
 import { combineVolumeOutcomes, type VolumeVerdict } from "../volume-verdict.js";
 import { discoverVolumes } from "./discover.js";
 import { ScopeHealth } from "./entries.js";
+import { volumeScopedCatalog } from "./scoped-sources.js";
 import { healthMetrics, MAX_EVENT_REASONS_PER_CHECK, type HealthMetrics } from "./metrics.js";
 import { DEFAULT_MAX_VOLUMES, VolumeBook, type KnownVolume } from "./registry.js";
 
@@ -237,8 +238,17 @@ class HealthEvaluator implements StorageHealth {
     let epochs = this.lastEpoch.get(v.volumeId);
     if (!epochs) this.lastEpoch.set(v.volumeId, (epochs = new Map()));
     const prev = epochs;
+    // Each check reads its Lustre listing narrowed to the volume's own mount
+    // (scoped-sources.ts). A check is not skipped when its input is unchanged:
+    // the input carries round.epoch, and verdicts depend on it (an import
+    // within its grace now is beyond it later), so no two rounds are the same.
     const outcomes = await Promise.all(
-      plugins.map((p) => runPlugin(this.opts, p, facts, { epoch, previousEpoch: prev.get(p.manifest.name) ?? 0 })),
+      plugins.map((p) =>
+        runPlugin({ ...this.opts, catalog: volumeScopedCatalog(this.opts.catalog, p.manifest.sources) }, p, facts, {
+          epoch,
+          previousEpoch: prev.get(p.manifest.name) ?? 0,
+        }),
+      ),
     );
     // Forgotten while it ran: its result is about a volume no longer here.
     if (this.book.get(v.volumeId) !== v || this.stopped) return false;

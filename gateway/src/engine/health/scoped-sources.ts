@@ -1,0 +1,185 @@
+// A volume check sees only its own mount's Lustre imports. kubelet mounts
+// every PersistentVolume as its own Lustre mount (its own superblock, so its
+// own `<fsname>-…-<instance>` devices): with N volumes the `lctl get_param`
+// listing holds N sets of imports, and a volume check handed all of it parses
+// N times too much, N times per round (quadratic in the volumes). Here the
+// listing is indexed by mount instance once per catalog result (so once per
+// round, on the main thread, shared by every volume) and each volume check is
+// handed only the blocks of its mount(s), plus the shared MGC blocks.
+//
+// The restriction must never change a verdict, only its cost. So the listing
+// is passed whole (as before) whenever there is any doubt: the source is cut
+// or empty, `lfs getname` did not answer or names none of the volume's paths,
+// a block is damaged (no `state:`: the check must see that, as it did), or
+// the mount has no block at all. A check that does not list `lfs.getname`
+// gets the whole listing too: it cannot tell mounts apart, and reading
+// getname for it would run a command it never asked for.
+
+import type { SourceCatalog, SourceResult } from "../sources/index.js";
+
+/** The sources restricted per volume, with the header suffix of their blocks. */
+const SCOPED: ReadonlyMap<string, string> = new Map([
+  ["lctl.imports", ".import="],
+  ["lctl.import_states", ".state="],
+]);
+export const VOLUME_SCOPED_SOURCES: readonly string[] = [...SCOPED.keys()];
+const GETNAME = "lfs.getname";
+
+type Read = Pick<SourceCatalog, "read">;
+
+/**
+ * A catalog for one volume check: `lctl.imports` and `lctl.import_states`
+ * restricted to the mounts behind the volume's paths (facts `volume.path`,
+ * `volume.stagingPath`); every other source read as is.
+ */
+export function volumeScopedCatalog(catalog: Read, pluginSources: readonly string[]): Read {
+  if (!pluginSources.includes(GETNAME) || !pluginSources.some((s) => SCOPED.has(s))) return catalog;
+  return {
+    read: async (name, facts) => {
+      const suffix = SCOPED.get(name);
+      if (suffix === undefined) return catalog.read(name, facts);
+      const [listing, getname] = await Promise.all([catalog.read(name, facts), catalog.read(GETNAME, facts)]);
+      return scopeListing(listing, suffix, getname, volumePaths(facts));
+    },
+  };
+}
+
+function volumePaths(facts: Readonly<Record<string, string>> | undefined): string[] {
+  const out: string[] = [];
+  for (const p of [facts?.["volume.stagingPath"], facts?.["volume.path"]]) if (p) out.push(p);
+  return out;
+}
+
+/** The listing restricted to the mounts `lfs getname` names for paths; the listing itself when in doubt. */
+export function scopeListing(listing: SourceResult, suffix: string, getname: SourceResult, paths: readonly string[]): SourceResult {
+  if (listing.truncated || listing.stdout.length === 0 || !getname.ok || paths.length === 0) return listing;
+  const { keys, mounts } = mountKeys(getname, paths.map(normalizePath));
+  // Its mounts are all the mounts there are (one volume, or all on one mount):
+  // the whole listing is what it would be given, without the copy.
+  if (keys.length === 0 || keys.length === mounts) return listing;
+  const index = listingIndex(listing, suffix);
+  if (!index) return listing;
+  const memoKey = keys.join(" ");
+  const memo = index.scoped.get(memoKey);
+  if (memo) return memo;
+  const picked: number[] = [];
+  for (const k of keys) picked.push(...(index.byMount.get(k) ?? []));
+  // No block of its own: the check says so itself, from the whole listing.
+  if (picked.length === 0) return listing;
+  picked.push(...index.shared);
+  if (picked.length === index.blocks.length) return listing;
+  picked.sort((a, b) => a - b);
+  let stdout = index.prefix;
+  for (const i of picked) stdout += index.blocks[i]!;
+  // Frozen like the catalog's own results, so check-input encodes it once.
+  const scoped = Object.freeze({ ...listing, stdout });
+  index.scoped.set(memoKey, scoped);
+  return scoped;
+}
+
+interface ListingIndex {
+  /** Text before the first block (kept: the check judges it as before). */
+  prefix: string;
+  /** Each block: its header line and everything up to the next header. */
+  blocks: string[];
+  /** `fs-instance` (as `lfs getname` prints it) → its blocks, in order. */
+  byMount: Map<string, number[]>;
+  /** Blocks of no mount: the MGCs (shared by all mounts of an MGS), devices not named `fs-TARGET-kind-instance`. */
+  shared: number[];
+  /** Restricted results already made, by mount keys. */
+  scoped: Map<string, SourceResult>;
+}
+
+/** One index per catalog result: the result lives for the command's TTL, about a round. */
+const indexes = new WeakMap<SourceResult, ListingIndex | null>();
+
+function listingIndex(listing: SourceResult, suffix: string): ListingIndex | null {
+  let index = indexes.get(listing);
+  if (index === undefined) {
+    index = buildIndex(listing.stdout, suffix);
+    indexes.set(listing, index);
+  }
+  return index;
+}
+
+/**
+ * A header is a line at column 0 `osc|mdc|mgc.DEVICE<suffix>…`: the value
+ * follows on the same line (2.12–2.15, short values) or on the next lines
+ * (`name=` then the value). Lines end at LF only, and the device is what lies
+ * before the last suffix on its line, as the SDK's parser reads them.
+ */
+function headerPattern(suffix: string): RegExp {
+  return new RegExp(String.raw`(^|\n)(osc|mdc|mgc)\.([^\n]+)` + suffix.replace(/\./g, "\\."), "g");
+}
+
+/** An import block the SDK's parser would call damaged (no top-level `state:` with a value). */
+const IMPORT_STATE = /\n[ \t]{1,4}state:[ \t]*[^\s"]/;
+
+function buildIndex(text: string, suffix: string): ListingIndex | null {
+  const starts: number[] = [];
+  const devices: string[] = [];
+  const kinds: string[] = [];
+  for (const m of text.matchAll(headerPattern(suffix))) {
+    starts.push(m.index + m[1]!.length);
+    kinds.push(m[2]!);
+    devices.push(m[3]!);
+  }
+  if (starts.length === 0) return null;
+  const index: ListingIndex = { prefix: text.slice(0, starts[0]), blocks: [], byMount: new Map(), shared: [], scoped: new Map() };
+  for (let i = 0; i < starts.length; i++) {
+    const block = text.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : text.length);
+    if (suffix === ".import=" && !IMPORT_STATE.test(block)) return null;
+    index.blocks.push(block);
+    const key = kinds[i] === "mgc" ? "" : mountKeyOf(devices[i]!);
+    if (key === "") index.shared.push(i);
+    else {
+      const list = index.byMount.get(key);
+      if (list) list.push(i);
+      else index.byMount.set(key, [i]);
+    }
+  }
+  return index;
+}
+
+/** `lustrefs-OST0003-osc-ffff8f0a3b5c9000` → `lustrefs-ffff8f0a3b5c9000` (the SDK's reading of a device name); "" if not of that shape. */
+function mountKeyOf(device: string): string {
+  const last = device.lastIndexOf("-");
+  if (last <= 0) return "";
+  const kindDash = device.lastIndexOf("-", last - 1);
+  if (kindDash <= 0) return "";
+  const targetDash = device.lastIndexOf("-", kindDash - 1);
+  if (targetDash <= 0) return "";
+  return `${device.slice(0, targetDash)}-${device.slice(last + 1)}`;
+}
+
+/**
+ * The `fs-instance` keys `lfs getname` prints for any of the paths, matched
+ * exactly as the check matches them (first space, mount point unescaped and
+ * without trailing slashes): with the same keys it selects the same mounts,
+ * all of whose blocks it is given. Any other key set could change a verdict
+ * (none at all makes it fall back to every mount of the file system).
+ * `mounts`: how many mounts `lfs getname` printed in all.
+ */
+function mountKeys(getname: SourceResult, paths: readonly string[]): { keys: string[]; mounts: number } {
+  const keys = new Set<string>();
+  const all = new Set<string>();
+  for (const raw of getname.stdout.split("\n")) {
+    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+    const sp = line.indexOf(" ");
+    if (sp <= 0 || sp + 1 >= line.length) continue;
+    all.add(line.slice(0, sp));
+    if (paths.includes(normalizePath(unescapeMountField(line.slice(sp + 1))))) keys.add(line.slice(0, sp));
+  }
+  return { keys: [...keys].sort(), mounts: all.size };
+}
+
+function normalizePath(p: string): string {
+  let end = p.length;
+  while (end > 1 && p.charCodeAt(end - 1) === 47) end--;
+  return p.slice(0, end);
+}
+
+/** /proc/mounts escapes space, tab, newline and backslash as `\ooo`. */
+function unescapeMountField(s: string): string {
+  return s.includes("\\") ? s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) : s;
+}
