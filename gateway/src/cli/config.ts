@@ -311,6 +311,13 @@ function kubeSpec(
   const condition = str("node-condition");
   const taintRaw = str("node-taint");
   const perCheck = values["node-condition-per-check"] === true;
+  const storageCondition = str("node-storage-condition");
+  const storageTaint = values["node-storage-taint"] === true;
+  if (storageCondition !== undefined) {
+    const problem = qualifiedNameProblem(storageCondition, true);
+    if (problem) throw new UsageError(`--node-storage-condition: "${storageCondition}" ${problem}`);
+    if (storageCondition === condition) throw new UsageError("--node-storage-condition: must differ from --node-condition");
+  }
   const impersonate = values["impersonate-node"] === true;
   if (condition !== undefined) {
     const problem = qualifiedNameProblem(condition, true);
@@ -330,6 +337,7 @@ function kubeSpec(
   const waitRaw = str("node-taint-wait-csinode") ?? "true";
   if (waitRaw !== "true" && waitRaw !== "false") throw new UsageError(`--node-taint-wait-csinode: expected true or false, got "${waitRaw}"`);
   if (perCheck && condition === undefined) throw new UsageError("--node-condition-per-check: needs --node-condition");
+  if (storageTaint && taintRaw === undefined) throw new UsageError("--node-storage-taint: needs --node-taint");
   const nodeName = str("node-name") ?? (env.NODE_NAME || undefined);
   const timings = {
     heartbeatMs: duration("node-heartbeat", str("node-heartbeat") ?? "5m"),
@@ -341,11 +349,12 @@ function kubeSpec(
   if (timings.heartbeatMs < 1000) throw new UsageError("--node-heartbeat: must be at least 1s");
   if (timings.resyncMs < 1000) throw new UsageError("--node-resync: must be at least 1s");
   if (timings.backoffCapMs < 100) throw new UsageError("--node-backoff-cap: must be at least 100ms");
-  if (condition === undefined && taint === undefined) {
+  if (condition === undefined && taint === undefined && storageCondition === undefined) {
     if (impersonate) throw new UsageError("--impersonate-node: needs --node-condition or --node-taint");
     return undefined;
   }
-  if (!nodeName) throw new UsageError(`--${condition !== undefined ? "node-condition" : "node-taint"}: needs --node-name (or NODE_NAME)`);
+  const what = condition !== undefined ? "node-condition" : taint !== undefined ? "node-taint" : "node-storage-condition";
+  if (!nodeName) throw new UsageError(`--${what}: needs --node-name (or NODE_NAME)`);
   const validName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) && nodeName.length <= 253;
   if (!validName) throw new UsageError(`--node-name: "${nodeName}" is not a valid node name (a lowercase DNS subdomain)`);
   if (mode !== "node") throw new UsageError("--node-condition/--node-taint: only in --mode node (the controller runs on no particular node)");
@@ -355,6 +364,8 @@ function kubeSpec(
     kubeContext: str("kube-context"),
     condition,
     conditionPerCheck: perCheck,
+    ...(storageCondition !== undefined ? { storageCondition } : {}),
+    ...(storageTaint ? { storageTaint } : {}),
     taint,
     taintMode: modeRaw as TaintMode,
     waitForCSINode: waitRaw === "true",
