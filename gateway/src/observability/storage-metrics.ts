@@ -54,14 +54,6 @@ export class StorageHealthMetrics {
       },
     });
     new Gauge({
-      name: "probegate_storage_health_checks",
-      help: "1 when storage health checks are loaded (NodeGetStorageHealth is advertised), 0 otherwise.",
-      registers,
-      collect() {
-        this.set(self.view?.hasStorageChecks() ? 1 : 0);
-      },
-    });
-    new Gauge({
       name: "probegate_volume_health",
       help: "Volumes known on this node by health: HEALTHY (evaluated, no entry), UNKNOWN (not evaluated yet), or with at least one entry of status DEGRADED, INACCESSIBLE, DATA_LOSS (a volume may count in several).",
       labelNames: ["status"] as const,
