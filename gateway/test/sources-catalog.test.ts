@@ -47,6 +47,7 @@ describe("built-in sources on the healthy demo node", () => {
       "kernel.modules_dep",
       "modprobe.lnet_options",
       "mount_lustre.version",
+      "volume.statfs",
     ]);
     expect(catalog.has("lnetctl.ping")).toBe(true);
     expect(catalog.has("lnetctl.peer_show")).toBe(false);
@@ -68,6 +69,8 @@ describe("built-in sources on the healthy demo node", () => {
     expect(byName["mount_lustre.version"]).toMatchObject({ kind: "command", argv: ["mount.lustre", "-V"], timeoutMs: 3000, ttlMs: 60_000 });
     expect(byName["kernel.modules_dep"]).toMatchObject({ kind: "file", path: "/lib/modules/{release}/modules.dep", params: [] });
     expect(byName["modprobe.lnet_options"]).toMatchObject({ kind: "file", path: "/etc/modprobe.d/*.conf", params: [] });
+    // The statfs prober's results for a volume's paths (facts set by the volume evaluation), cached a second.
+    expect(byName["volume.statfs"]).toMatchObject({ kind: "file", path: "statfs({volume.stagingPath}), statfs({volume.path})", ttlMs: 1000, params: [] });
   });
 
   it("runs lnetctl net show and lctl list_nids through PATH", async () => {

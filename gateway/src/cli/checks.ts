@@ -74,6 +74,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       sourcesFile: cfg.sourcesFile,
       commandPrefix: cfg.commandPrefix,
       execInProcess: cfg.execInProcess,
+      statfsBoundMs: cfg.statfsTimeoutMs,
       env: host.env,
       logger,
       metrics,

@@ -49,6 +49,12 @@ export interface Config {
   commandPrefix?: string[];
   execInProcess?: string;
   requireChecks: string[];
+  /** --kubelet-dir: where volumes are rediscovered from the mount table. */
+  kubeletDir: string;
+  /** --max-volumes. */
+  maxVolumes: number;
+  /** --statfs-timeout: a statfs outstanding longer is reported hung. */
+  statfsTimeoutMs: number;
   probeReady: ProbeReady;
   demo: string;
   upstream?: Endpoint;
@@ -282,6 +288,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     commandPrefix,
     execInProcess,
     requireChecks,
+    kubeletDir: kubeletDir(str("kubelet-dir") ?? "/var/lib/kubelet"),
+    maxVolumes: positiveInt("max-volumes", str("max-volumes") ?? "1024", 1_000_000),
+    statfsTimeoutMs: positiveDuration("statfs-timeout", str("statfs-timeout") ?? "5s"),
     probeReady,
     demo,
     upstream,
@@ -289,6 +298,11 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     upstreamTimeoutCapMs: duration("upstream-timeout-cap", str("upstream-timeout-cap") ?? "2m"),
     logLevel,
   };
+}
+
+function kubeletDir(dir: string): string {
+  if (!dir.startsWith("/") || dir.includes("\0")) throw new UsageError(`--kubelet-dir: expected an absolute path, got "${dir}"`);
+  return dir;
 }
 
 /** --kubeconfig names one file; KUBECONFIG a list (':'-separated), merged as kubectl merges it. */

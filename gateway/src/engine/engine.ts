@@ -45,10 +45,18 @@ export interface PluginListing {
   quarantined: boolean;
 }
 
-interface RunResult {
+export interface RunResult {
   plugin: LoadedPlugin;
   outcome: CheckOutcome;
   ranAt: Date;
+}
+
+/** One applied round, for whatever keeps more than a condition per check (storage health). */
+export interface EngineRound {
+  /** Epoch seconds when the round started (the plugins' round.epoch). */
+  epoch: number;
+  /** Results of the plugins still loaded when the round was applied. */
+  results: readonly RunResult[];
 }
 
 const STATUSES: readonly CheckStatus[] = ["pass", "warn", "fail"];
@@ -63,6 +71,9 @@ export class CheckEngine implements ReadinessProvider {
   private readonly log: Logger;
   private readonly rounds: SingleFlight;
   private readonly listeners = new Set<(s: HealthSnapshot) => void>();
+  private readonly roundListeners = new Set<(r: EngineRound) => void>();
+  /** The epoch of the last round that ran each check (by name): its next round.previousEpoch. */
+  private readonly lastEpoch = new Map<string, number>();
   private conditions = new Map<string, TrackedCondition>();
   private firstRoundDone = false;
   private generation = 0;
@@ -128,6 +139,15 @@ export class CheckEngine implements ReadinessProvider {
   subscribe(listener: (s: HealthSnapshot) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Called after each applied round with every result, storage checks
+   * included (their health entries live beside the snapshot, not in it).
+   */
+  onRound(listener: (r: EngineRound) => void): () => void {
+    this.roundListeners.add(listener);
+    return () => this.roundListeners.delete(listener);
   }
 
   /** Runs a round now, or right after the one in progress; resolves when it has been applied. */
@@ -206,14 +226,15 @@ export class CheckEngine implements ReadinessProvider {
     this.timer = null;
     try {
       const plugins = this.scheduled(this.runtime.current());
+      const epoch = Math.floor(Date.now() / 1000);
       const needsFacts = (p: LoadedPlugin) => p.manifest.sources.some((s) => this.opts.catalog.requiredFacts(s).length > 0);
       const stage1 = plugins.filter((p) => !needsFacts(p));
       const stage2 = plugins.filter(needsFacts);
-      const first = await Promise.all(stage1.map((p) => this.runOne(p, {})));
+      const first = await Promise.all(stage1.map((p) => this.runOne(p, {}, epoch)));
       const facts = mergeFacts(first);
-      const second = await Promise.all(stage2.map((p) => this.runOne(p, facts)));
+      const second = await Promise.all(stage2.map((p) => this.runOne(p, facts, epoch)));
       if (this.stopped) return;
-      this.apply([...first, ...second]);
+      this.apply([...first, ...second], epoch);
     } finally {
       if (!this.stopped) {
         this.timer = setTimeout(() => void this.refresh(), this.opts.checkIntervalMs ?? 5000);
@@ -222,19 +243,23 @@ export class CheckEngine implements ReadinessProvider {
     }
   }
 
-  private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>): Promise<RunResult> {
-    const outcome = await runPlugin(this.opts, p, facts);
+  private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>, epoch: number): Promise<RunResult> {
+    const outcome = await runPlugin(this.opts, p, facts, { epoch, previousEpoch: this.lastEpoch.get(p.manifest.name) ?? 0 });
     return { plugin: p, outcome, ranAt: new Date() };
   }
 
-  private apply(results: RunResult[]): void {
+  private apply(results: RunResult[], epoch: number): void {
     const current = new Set(this.scheduled(this.runtime.current()).map((p) => p.key));
     const m = this.opts.metrics;
-    for (const { plugin: p, outcome, ranAt } of results) {
+    const applied: RunResult[] = [];
+    for (const r of results) {
+      const { plugin: p, outcome, ranAt } = r;
       // The set may have been swapped while this round ran: results of
       // plugins that are gone or replaced are stale and dropped.
       if (!current.has(p.key)) continue;
+      applied.push(r);
       const name = p.manifest.name;
+      this.lastEpoch.set(name, epoch);
       const status: CheckStatus = outcome.kind === "verdict" ? outcome.output.status : "fail";
       const reason = outcome.kind === "verdict" ? outcome.output.reason : outcome.reason;
       const message = outcome.kind === "verdict" ? outcome.output.message : outcome.message;
@@ -273,12 +298,21 @@ export class CheckEngine implements ReadinessProvider {
     }
     this.firstRoundDone = true;
     this.publish();
+    const round: EngineRound = { epoch, results: applied };
+    for (const fn of this.roundListeners) {
+      try {
+        fn(round);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, "round listener threw");
+      }
+    }
   }
 
   private dropCondition(name: string): void {
     const t = this.conditions.get(name);
     if (!t) return;
     this.conditions.delete(name);
+    this.lastEpoch.delete(name);
     const { probe, severity } = t.condition;
     for (const s of STATUSES) this.opts.metrics.checkStatus.remove({ check: name, probe, severity, status: s });
     this.log.info({ check: name }, "check removed");

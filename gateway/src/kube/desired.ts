@@ -40,6 +40,15 @@ export function boundMessage(s: string): string {
   return s.length <= MESSAGE_LIMIT ? s : `${s.slice(0, MESSAGE_LIMIT - 1)}…`;
 }
 
+/**
+ * Only readiness and liveness checks speak for the node here: volume checks
+ * are about one volume, and storage checks report through storage health
+ * (their Node condition is a later opt-in), never through readiness.
+ */
+function countsForNode(c: Condition): boolean {
+  return c.probe === "readiness" || c.probe === "liveness";
+}
+
 function describe(c: Condition): string {
   return c.message ? `${c.name}: ${c.reason} (${c.message})` : `${c.name}: ${c.reason}`;
 }
@@ -65,7 +74,7 @@ export function desiredState(s: HealthSnapshot, conditionType: string | undefine
   if (!known) {
     main = { type: "", status: "Unknown", reason: "Initializing", message: "probegate has not finished its first check round" };
   } else if (ready) {
-    const n = s.conditions.filter((c) => c.probe !== "volume").length;
+    const n = s.conditions.filter(countsForNode).length;
     main = { type: "", status: "True", reason: "AllChecksPassed", message: `${n} check${n === 1 ? "" : "s"} passed` };
   } else if (blockers.length > 0) {
     main = {
@@ -83,7 +92,7 @@ export function desiredState(s: HealthSnapshot, conditionType: string | undefine
     if (perCheck) {
       const domain = conditionDomain(conditionType);
       for (const c of s.conditions) {
-        if (c.probe === "volume") continue;
+        if (!countsForNode(c)) continue;
         const type = `${domain}/${c.name}`;
         // A plugin name the API server would refuse as a condition type is left out, not sent to fail every write.
         if (qualifiedNameProblem(type, true)) continue;

@@ -1,4 +1,5 @@
 import type { Sandbox } from "./sandbox.js";
+import { healthFamilyProblem } from "./health-family.js";
 import { parseCheckOutput } from "./schema.js";
 import type { CheckOutput, FaultReason, LoadedPlugin } from "./types.js";
 
@@ -11,7 +12,9 @@ export async function callCheck(sandbox: Sandbox, p: LoadedPlugin, input: string
   const r = await sandbox.call(p.key, "check", input, timeoutMs);
   if (!r.ok) return { kind: "fault", reason: r.reason, message: r.message, durationMs: r.durationMs };
   const parsed = parseCheckOutput(r.output);
-  return parsed.ok
-    ? { kind: "verdict", output: parsed.output, durationMs: r.durationMs }
-    : { kind: "fault", reason: "PluginBadOutput", message: parsed.message, durationMs: r.durationMs };
+  if (!parsed.ok) return { kind: "fault", reason: "PluginBadOutput", message: parsed.message, durationMs: r.durationMs };
+  const problem = healthFamilyProblem(p.manifest.probe, parsed.output);
+  return problem
+    ? { kind: "fault", reason: "PluginBadOutput", message: problem, durationMs: r.durationMs }
+    : { kind: "verdict", output: parsed.output, durationMs: r.durationMs };
 }

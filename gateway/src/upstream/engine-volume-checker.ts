@@ -1,7 +1,11 @@
 import { runPlugin, type PluginRunDeps } from "../engine/run-plugin.js";
-import type { CheckOutcome, PluginRuntime } from "../runtime/runtime.js";
+import { combineVolumeOutcomes } from "../engine/volume-verdict.js";
+import type { PluginRuntime } from "../runtime/runtime.js";
 import type { LoadedPlugin } from "../runtime/types.js";
 import type { VolumeChecker, VolumeRef, VolumeVerdict } from "./volume-checker.js";
+
+// Shared with the background volume evaluation (engine/health), which keeps the verdict in memory.
+export { combineVolumeOutcomes };
 
 export interface EngineVolumeCheckerOptions extends PluginRunDeps {
   /** The runtime the check engine runs (the loaded plugin set and its sandbox); with the engine's catalog and mode. */
@@ -36,24 +40,4 @@ export class EngineVolumeChecker implements VolumeChecker {
     const outcomes = await Promise.all(plugins.map((p) => runPlugin(this.opts, p, facts)));
     return combineVolumeOutcomes(plugins, outcomes);
   }
-}
-
-export function combineVolumeOutcomes(plugins: readonly LoadedPlugin[], outcomes: readonly CheckOutcome[]): VolumeVerdict {
-  const failing: string[] = [];
-  const notes: string[] = [];
-  const passes: string[] = [];
-  plugins.forEach((p, i) => {
-    const o = outcomes[i];
-    const name = p.manifest.name;
-    if (o.kind === "fault") {
-      notes.push(`${name}: check could not run: ${o.reason}: ${o.message}`);
-      return;
-    }
-    const line = `${name}: ${o.output.reason}: ${o.output.message}`;
-    if (o.output.status === "fail" && p.manifest.severity === "required") failing.push(line);
-    else if (o.output.status === "pass") passes.push(line);
-    else notes.push(line);
-  });
-  if (failing.length > 0) return { abnormal: true, message: [...failing, ...notes].join("; ") };
-  return { abnormal: false, message: [...notes, ...passes].join("; ") || "no volume checks ran" };
 }

@@ -14,6 +14,7 @@ import { SourcesFileError } from "./sources-file-error.js";
 import { SourcesFileWatcher } from "./sources-watch.js";
 import { modulesDepSource } from "./modules-dep.js";
 import { modprobeOptionsSource } from "./modprobe-options.js";
+import { statfsSource, StatfsProber } from "./statfs.js";
 import {
   commandSource,
   fileSource,
@@ -86,7 +87,19 @@ export interface SourceCatalogOptions {
   /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
   env?: NodeJS.ProcessEnv;
   defaults?: Partial<SourceDefaults>;
+  /** volume.statfs: a statfs still running after this long is reported hung (--statfs-timeout). Default 5 s. */
+  statfsBoundMs?: number;
+  /** volume.statfs: probes outstanding at once, hung ones included. Default 64. */
+  statfsMaxOutstanding?: number;
 }
+
+/**
+ * statfs bound: Lustre 2.14+ clients answer a statfs in milliseconds even with
+ * a target down (lazystatfs fails fast); 5 s is far past that and well under
+ * the kubelet's one-minute health cadence. 64 outstanding probes covers a hung
+ * statfs on every volume of a busy node, and bounds the processes a hang keeps.
+ */
+export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000 });
 
 /** A --sources file edit that was refused (the last good set stays); shown as a `[!]` line. */
 export interface SourcesProblem {
@@ -118,6 +131,7 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
   "kernel.modules_dep",
   "modprobe.lnet_options",
   "mount_lustre.version",
+  "volume.statfs",
 ]);
 
 /**
@@ -163,6 +177,7 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
       ctx,
     ),
+    ...(ctx.statfs ? [statfsSource("volume.statfs", ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes)] : []),
   ];
 }
 
@@ -199,9 +214,27 @@ export class SourceCatalog {
       commands: new CommandTracker(),
       ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
     };
+    let self: SourceCatalog | undefined;
+    const namespace = ctx.namespace;
+    ctx.statfs = new StatfsProber({
+      boundMs: opts.statfsBoundMs ?? STATFS_DEFAULTS.boundMs,
+      maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
+      env: ctx.env,
+      prefix: async () => {
+        if (!namespace) return { ok: true, argv: ctx.commandPrefix };
+        const ns = await namespace.prefix();
+        return ns.ok ? { ok: true, argv: ns.argv } : ns;
+      },
+      // The same namespace's table as proc.mounts (cached like it).
+      mountTable: async () => {
+        const r = await self?.read("proc.mounts", {});
+        return r?.ok ? r.stdout : undefined;
+      },
+    });
     const defs = await buildDefs(opts, d, ctx);
     const log = opts.logger.child({ component: "sources" });
-    return new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);
+    self = new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);
+    return self;
   }
 
   /**
@@ -220,7 +253,12 @@ export class SourceCatalog {
   async stop(): Promise<void> {
     this.watcher?.stop();
     this.watcher = null;
-    await this.ctx.commands?.stop();
+    await Promise.all([this.ctx.commands?.stop(), this.ctx.statfs?.stop()]);
+  }
+
+  /** statfs probes outstanding now, hung ones included (volume.statfs). */
+  statfsOutstanding(): number {
+    return this.ctx.statfs?.count() ?? 0;
   }
 
   /** Called after the set of sources or its problems changed. */

@@ -8,6 +8,7 @@ import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
 import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "./run-command.js";
 import type { ProcessNamespace } from "./process-namespace.js";
+import type { StatfsProber } from "./statfs.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
 
 /** What running a source produced: a command's result shape, shared by file sources. */
@@ -48,6 +49,8 @@ export interface RunContext {
   namespace?: Pick<ProcessNamespace, "prefix" | "describe" | "procfs" | "name">;
   /** Every command this context runs, so shutdown can end them. */
   commands?: CommandTracker;
+  /** The volume.statfs prober (its probes run like the commands: same prefix or namespace). */
+  statfs?: StatfsProber;
 }
 
 export interface FactParam {

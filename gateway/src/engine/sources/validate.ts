@@ -75,3 +75,20 @@ export function isValidIfaceName(s: string): boolean {
 export function quoteForMessage(s: string, max = 80): string {
   return JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s);
 }
+
+/** The longest path a volume may have (PATH_MAX). */
+export const VOLUME_PATH_MAX_BYTES = 4096;
+
+/**
+ * Why `path` cannot be a volume's path, or "" when it can: absolute, no NUL,
+ * no `..` segment (kubelet never sends one; a request that does is probing
+ * the file system), at most PATH_MAX bytes. Only the text is checked: the
+ * path itself is never touched on a call path.
+ */
+export function volumePathProblem(path: string): string {
+  if (Buffer.byteLength(path, "utf8") > VOLUME_PATH_MAX_BYTES) return `is longer than ${VOLUME_PATH_MAX_BYTES} bytes`;
+  if (path.includes("\0")) return "contains a NUL byte";
+  if (!path.startsWith("/")) return `is not an absolute path: ${quoteForMessage(path)}`;
+  if (path.split("/").includes("..")) return `has a ".." segment: ${quoteForMessage(path)}`;
+  return "";
+}

@@ -1,0 +1,313 @@
+// Storage and volume health: the engine's side of NodeGetStorageHealth,
+// NodeGetVolumeHealth and the legacy volume_condition. Storage checks run in
+// the check engine's rounds (their verdicts arrive through onRound); volume
+// checks run here, in the background, once per round for every known volume,
+// right after the engine's round so the shared sources (lctl output) are
+// still in the catalog's cache. Answering reads memory only: nothing a
+// health call does waits on a plugin, a source, a file or a process.
+
+import type { Logger } from "../../observability/logger.js";
+import type { Metrics } from "../../observability/metrics.js";
+import type { PluginRuntime } from "../../runtime/runtime.js";
+import type { LoadedPlugin, Mode } from "../../runtime/types.js";
+import { performance } from "node:perf_hooks";
+import { SingleFlight } from "../../support/single-flight.js";
+import type { EngineRound } from "../engine.js";
+import { runPlugin } from "../run-plugin.js";
+import type { SourceCatalog } from "../sources/index.js";
+import { parseMountTable } from "../sources/mount-table.js";
+import type {
+  HealthChange,
+  StorageHealthEntry,
+  StorageHealthView,
+  VolumeHealthEntry,
+  VolumeRef,
+  VolumeRegistry,
+} from "../storage-health.js";
+import { combineVolumeOutcomes, type VolumeVerdict } from "../volume-verdict.js";
+import { discoverVolumes } from "./discover.js";
+import { ScopeHealth } from "./entries.js";
+import { healthMetrics, MAX_EVENT_REASONS_PER_CHECK, type HealthMetrics } from "./metrics.js";
+import { DEFAULT_MAX_VOLUMES, VolumeBook, type KnownVolume } from "./registry.js";
+
+export { DEFAULT_MAX_VOLUMES, VolumeRefError, volumeRefProblem } from "./registry.js";
+export { FAULT_GRACE_ROUNDS, HEALTH_CHECK_FAILED } from "./entries.js";
+export type { HealthChange, StorageHealthView, VolumeRegistry, VolumeRef } from "../storage-health.js";
+
+export const DEFAULT_KUBELET_DIR = "/var/lib/kubelet";
+
+export interface StorageHealthOptions {
+  mode: Mode;
+  /** The check engine whose rounds carry the storage checks' verdicts. */
+  engine: { onRound(listener: (r: EngineRound) => void): () => void };
+  /** The engine's plugin runtime (the volume checks are its probe:"volume" plugins). */
+  runtime: Pick<PluginRuntime, "current" | "runCheck">;
+  catalog: Pick<SourceCatalog, "read"> & Partial<Pick<SourceCatalog, "statfsOutstanding">>;
+  logger: Logger;
+  metrics: Metrics;
+  /** --max-volumes. */
+  maxVolumes?: number;
+  /** --kubelet-dir: volumes are rediscovered from the mount table under it; undefined turns that off. */
+  kubeletDir?: string;
+  /** The mount table is searched for volumes again every this many rounds (the first round always). */
+  rediscoverEveryRounds?: number;
+  /** Volumes evaluated at once. */
+  volumeConcurrency?: number;
+}
+
+export interface StorageHealth {
+  view: StorageHealthView;
+  registry: VolumeRegistry;
+  start(): void;
+  stop(): Promise<void>;
+  /** Runs a volume round now (or after the one in progress); resolves when applied. For tests and benches. */
+  refreshVolumes(): Promise<void>;
+}
+
+interface Evaluated {
+  scope: ScopeHealth<VolumeHealthEntry["status"]>;
+  legacy: VolumeVerdict;
+}
+
+export function createStorageHealth(opts: StorageHealthOptions): StorageHealth {
+  return new HealthEvaluator(opts);
+}
+
+class HealthEvaluator implements StorageHealth {
+  readonly view: StorageHealthView;
+  readonly registry: VolumeRegistry;
+  private readonly log: Logger;
+  private readonly m: HealthMetrics;
+  private readonly book: VolumeBook;
+  private readonly storageScope = new ScopeHealth<StorageHealthEntry["status"]>("STORAGE_DEGRADED");
+  private readonly evaluated = new Map<string, Evaluated>();
+  /** volume id → plugin name → epoch of the last round that ran it there. */
+  private readonly lastEpoch = new Map<string, Map<string, number>>();
+  private readonly eventReasons = new Map<string, Set<string>>();
+  private readonly listeners = new Set<(c: HealthChange) => void>();
+  private readonly rounds: SingleFlight;
+  private readonly pendingOne = new Set<string>();
+  private roundNo = 0;
+  /** While the round itself adds volumes (rediscovery), it evaluates them too: no separate run. */
+  private inRound = false;
+  private unsubscribe: (() => void) | null = null;
+  private stopped = false;
+  private running = new Set<Promise<unknown>>();
+
+  constructor(private readonly opts: StorageHealthOptions) {
+    this.log = opts.logger.child({ component: "storage-health" });
+    this.book = new VolumeBook(opts.maxVolumes ?? DEFAULT_MAX_VOLUMES, {
+      added: (id) => this.evaluateSoon(id),
+      removed: (id) => this.dropVolume(id),
+      refused: (kind) => this.m.volumesRefused.inc({ reason: kind }),
+    });
+    this.m = healthMetrics(opts.metrics, {
+      volumes: () => this.book.size(),
+      statfsOutstanding: () => opts.catalog.statfsOutstanding?.() ?? 0,
+    });
+    this.m.volumesRefused.inc({ reason: "invalid" }, 0);
+    this.m.volumesRefused.inc({ reason: "limit" }, 0);
+    this.rounds = new SingleFlight(
+      () => this.volumeRound(),
+      (err) => this.log.error({ err: (err as Error).message }, "volume health round failed"),
+    );
+    this.registry = this.book;
+    this.view = this.makeView();
+  }
+
+  start(): void {
+    if (this.unsubscribe || this.stopped) return;
+    this.unsubscribe = this.opts.engine.onRound((r) => this.onEngineRound(r));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    // Rounds in progress end at their next await (each source read is bounded).
+    await Promise.all([...this.running]);
+  }
+
+  refreshVolumes(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return this.track(this.rounds.run());
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.running.add(p);
+    void p.finally(() => this.running.delete(p));
+    return p;
+  }
+
+  private plugins(kind: "storage" | "volume"): LoadedPlugin[] {
+    return this.opts.runtime.current().plugins.filter((p) => p.manifest.probe === kind && p.manifest.modes.includes(this.opts.mode));
+  }
+
+  private onEngineRound(r: EngineRound): void {
+    const results = r.results.filter((x) => x.plugin.manifest.probe === "storage");
+    for (const x of results) {
+      if (x.outcome.kind !== "verdict") continue;
+      for (const e of x.outcome.output.events ?? []) this.countEvent(x.plugin.manifest.name, e.reason);
+    }
+    const changed = this.storageScope.apply(
+      results.map((x) => ({ check: x.plugin.manifest.name, outcome: x.outcome })),
+      new Date(r.epoch * 1000),
+    );
+    if (changed) this.notify({ storage: true, volumes: [] });
+    void this.refreshVolumes();
+  }
+
+  private countEvent(check: string, reason: string): void {
+    let seen = this.eventReasons.get(check);
+    if (!seen) this.eventReasons.set(check, (seen = new Set()));
+    if (!seen.has(reason) && seen.size >= MAX_EVENT_REASONS_PER_CHECK) reason = "Other";
+    seen.add(reason);
+    this.m.storageEvents.inc({ check, reason });
+  }
+
+  private async volumeRound(): Promise<void> {
+    if (this.stopped) return;
+    const started = performance.now();
+    if (this.roundNo++ % (this.opts.rediscoverEveryRounds ?? 12) === 0) {
+      this.inRound = true;
+      try {
+        await this.rediscover();
+      } finally {
+        this.inRound = false;
+      }
+    }
+    const plugins = this.plugins("volume");
+    const vols = this.book.all();
+    const changed: string[] = [];
+    const width = Math.max(1, this.opts.volumeConcurrency ?? 8);
+    let next = 0;
+    const worker = async () => {
+      while (next < vols.length && !this.stopped) {
+        const v = vols[next++]!;
+        if (await this.evaluate(v, plugins)) changed.push(v.volumeId);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(width, vols.length) }, worker));
+    this.m.volumeRoundDuration.set((performance.now() - started) / 1000);
+    if (changed.length > 0) this.notify({ storage: false, volumes: changed });
+  }
+
+  /** A volume seen for the first time (or with a new path) is evaluated at once, in the background. */
+  private evaluateSoon(id: string): void {
+    if (this.stopped || this.inRound || this.pendingOne.has(id)) return;
+    this.pendingOne.add(id);
+    const run = async () => {
+      // Let the call that added it return first.
+      await new Promise((r) => setImmediate(r));
+      this.pendingOne.delete(id);
+      const v = this.book.get(id);
+      if (!v || this.stopped) return;
+      if (await this.evaluate(v, this.plugins("volume"))) this.notify({ storage: false, volumes: [id] });
+    };
+    void this.track(run().catch((err) => this.log.error({ err: (err as Error).message }, "volume health evaluation failed")));
+  }
+
+  /** Runs every volume plugin for one volume; returns whether its entries changed. */
+  private async evaluate(v: KnownVolume, plugins: LoadedPlugin[]): Promise<boolean> {
+    const targets = [...v.targets];
+    const [targetPath, readOnly] = targets.length ? targets[targets.length - 1]! : ["", undefined];
+    const facts: Record<string, string> = {
+      "volume.id": v.volumeId,
+      "volume.path": targetPath,
+      "volume.stagingPath": v.stagingPath ?? "",
+      "volume.readOnly": readOnly === undefined ? "" : String(readOnly),
+    };
+    const epoch = Math.floor(Date.now() / 1000);
+    let epochs = this.lastEpoch.get(v.volumeId);
+    if (!epochs) this.lastEpoch.set(v.volumeId, (epochs = new Map()));
+    const prev = epochs;
+    const outcomes = await Promise.all(
+      plugins.map((p) => runPlugin(this.opts, p, facts, { epoch, previousEpoch: prev.get(p.manifest.name) ?? 0 })),
+    );
+    // Forgotten while it ran: its result is about a volume no longer here.
+    if (this.book.get(v.volumeId) !== v || this.stopped) return false;
+    for (const p of plugins) prev.set(p.manifest.name, epoch);
+    let e = this.evaluated.get(v.volumeId);
+    const first = !e;
+    if (!e) {
+      e = { scope: new ScopeHealth("DEGRADED"), legacy: { abnormal: false, message: "" } };
+      this.evaluated.set(v.volumeId, e);
+    }
+    const changed = e.scope.apply(
+      plugins.map((p, i) => ({ check: p.manifest.name, outcome: outcomes[i]! })),
+      new Date(),
+    );
+    e.legacy = combineVolumeOutcomes(plugins, outcomes);
+    return changed || first;
+  }
+
+  private async rediscover(): Promise<void> {
+    const dir = this.opts.kubeletDir;
+    if (dir === undefined) return;
+    const r = await this.opts.catalog.read("proc.mounts", {});
+    // A table that could not be read in full says nothing about what is gone.
+    const entries = parseMountTable(r.stdout);
+    const room = (this.opts.maxVolumes ?? DEFAULT_MAX_VOLUMES) * 2;
+    const found = await discoverVolumes(entries, dir, room);
+    let added = 0;
+    for (const d of found) {
+      try {
+        const known = this.book.get(d.volumeId);
+        if (known && ((d.targetPath && known.targets.has(d.targetPath)) || (d.stagingPath && known.stagingPath === d.stagingPath))) continue;
+        this.book.remember({ ...d, origin: "mounts" });
+        added++;
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message, volumeId: d.volumeId.slice(0, 128) }, "rediscovered volume not taken");
+        break;
+      }
+    }
+    if (r.ok && !r.truncated) this.book.dropVanished(new Set(entries.map((e) => e.mountPoint)));
+    if (added > 0) this.log.info({ added, known: this.book.size() }, "volumes rediscovered from the mount table");
+  }
+
+  private dropVolume(id: string): void {
+    const had = this.evaluated.delete(id);
+    this.lastEpoch.delete(id);
+    if (had) this.notify({ storage: false, volumes: [id] });
+  }
+
+  private notify(change: HealthChange): void {
+    for (const fn of this.listeners) {
+      try {
+        fn(change);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, "health listener threw");
+      }
+    }
+  }
+
+  private makeView(): StorageHealthView {
+    return {
+      hasStorageChecks: () => this.plugins("storage").length > 0,
+      hasVolumeChecks: () => this.plugins("volume").length > 0,
+      storage: () => this.storageScope.entries(),
+      volume: (id) => this.evaluated.get(id)?.scope.entries(),
+      volumeCondition: (id) => {
+        const e = this.evaluated.get(id);
+        return e ? { ...e.legacy } : undefined;
+      },
+      subscribe: (listener) => {
+        this.listeners.add(listener);
+        return () => this.listeners.delete(listener);
+      },
+      volumes: () =>
+        this.book.all().map((v) => {
+          const targets = [...v.targets];
+          const last = targets[targets.length - 1];
+          const ref: VolumeRef = {
+            volumeId: v.volumeId,
+            ...(last ? { targetPath: last[0] } : {}),
+            ...(v.stagingPath ? { stagingPath: v.stagingPath } : {}),
+            ...(last && last[1] !== undefined ? { readOnly: last[1] } : {}),
+            origin: v.origin,
+          };
+          return { ref, entries: this.evaluated.get(v.volumeId)?.scope.entries() };
+        }),
+    };
+  }
+}
