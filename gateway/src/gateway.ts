@@ -5,6 +5,8 @@ import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { ReadinessProvider } from "./engine/state.js";
+import type { StorageHealthView, VolumeRegistry } from "./engine/storage-health.js";
+import { createNodeHealthRoute } from "./services/node-health-route.js";
 import { createHttpApp, HTTP_PATHS } from "./http/app.js";
 import type { Logger } from "./observability/logger.js";
 import type { Metrics } from "./observability/metrics.js";
@@ -49,6 +51,15 @@ export interface GatewayConfig {
   /** Services those routes forward, listed over reflection on the CSI endpoint only. */
   csiOnlyServices?: readonly string[];
   extraFiles?: readonly DescFile[];
+  /**
+   * The engine's storage and volume health. /readyz?verbose and /livez?verbose
+   * show it; without an upstream (node mode) NodeGetStorageHealth,
+   * NodeGetVolumeHealth and NodeGetCapabilities are answered from it on the
+   * CSI endpoint only (gateway mode's upstream route answers them itself).
+   */
+  health?: { view: StorageHealthView; registry: VolumeRegistry };
+  /** Set when csiOnlyRoutes already answer the health RPCs (gateway mode). */
+  healthAnsweredUpstream?: boolean;
 }
 
 export interface Gateway {
@@ -85,6 +96,10 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
       badClients.note(reason, detail);
     },
   };
+  const nodeHealth =
+    cfg.health && !cfg.healthAnsweredUpstream
+      ? [createNodeHealthRoute({ view: cfg.health.view, registry: cfg.health.registry, mode: "node", logger: cfg.logger })]
+      : [];
   const stack = createRpcStack({
     identity: cfg.identity,
     probe,
@@ -93,10 +108,17 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     logger: cfg.logger,
     shutdown: shutdown.signal,
     readMaxBytes,
-    csiOnlyServices: cfg.csiOnlyServices,
+    // Node mode serves three Node RPCs (the health pair and NodeGetCapabilities) on the CSI endpoint: describe the service there.
+    csiOnlyServices: nodeHealth.length > 0 ? [...new Set([...(cfg.csiOnlyServices ?? []), "csi.v1.Node"])] : cfg.csiOnlyServices,
     extraFiles: cfg.extraFiles,
   });
-  const appOptions = { readiness: cfg.readiness, metrics: cfg.metrics, notes: cfg.healthNotes, detailRemote: cfg.healthDetailRemote === true };
+  const appOptions = {
+    readiness: cfg.readiness,
+    metrics: cfg.metrics,
+    notes: cfg.healthNotes,
+    detailRemote: cfg.healthDetailRemote === true,
+    storageHealth: cfg.health?.view,
+  };
   const http = getRequestListener(createHttpApp({ ...appOptions, serve: cfg.metricsEndpoint ? "health" : "all" }).fetch);
   const handler = (req: AnyRequest, res: AnyResponse) => {
     const path = requestPath(req.url);
@@ -107,7 +129,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     cfg.fastPath === false
       ? []
       : [createFastPath({ stack, probe, readiness: cfg.readiness, metrics: cfg.metrics, logger: cfg.logger, readMaxBytes })];
-  const csiRoutes = [...shared, ...(cfg.csiOnlyRoutes ?? [])];
+  const csiRoutes = [...shared, ...nodeHealth, ...(cfg.csiOnlyRoutes ?? [])];
   const listeners: RunningListener[] = [];
   const gw: Gateway = {
     async close(deadlineMs) {

@@ -10,6 +10,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
 import { GetPluginInfoResponseSchema, ProbeRequestSchema, ProbeResponseSchema } from "../gen/csi/v1/csi_pb.js";
 import type { Condition, HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
+import type { StorageHealthView, VolumeRegistry } from "../src/engine/storage-health.js";
 import { startGateway, type Gateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";
@@ -102,6 +103,8 @@ export async function startHarness(opts: {
   services?: readonly ServiceName[];
   gate?: GateName[];
   volumeChecker?: VolumeChecker;
+  /** The engine's storage/volume health (the real one, or a test implementation of its interfaces). */
+  health?: { view: StorageHealthView; registry: VolumeRegistry };
   timeoutCapMs?: number;
   probeCacheMs?: number;
   probeTimeoutMs?: number;
@@ -120,6 +123,7 @@ export async function startHarness(opts: {
     readiness,
     localProbe: new LocalProbeSource(readiness),
     volumeChecker: opts.volumeChecker,
+    health: opts.health,
     logger: logs.logger,
     metrics,
     timeoutCapMs: opts.timeoutCapMs,
@@ -132,6 +136,8 @@ export async function startHarness(opts: {
     readiness,
     probe: upstream.probe,
     csiOnlyRoutes: [upstream.route],
+    health: opts.health,
+    healthAnsweredUpstream: true,
     logger: logs.logger,
     metrics,
   });

@@ -9,10 +9,14 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
   NodeGetCapabilitiesResponseSchema,
   NodeGetVolumeStatsRequestSchema,
-  NodeGetVolumeStatsResponseSchema,
-  NodeServiceCapability_RPC_Type as RpcType,
+  NodeServiceCapability_RPC_Type,
   VolumeUsage_Unit,
 } from "../gen/csi/v1/csi_pb.js";
+// volume_condition and VOLUME_CONDITION left csi.v1 in v1.13; kubelets 1.21-1.36 still read them.
+import { LegacyNodeRpcType, NodeGetVolumeStatsResponseSchema } from "../gen/probegate/legacy/v1/volume_condition_pb.js";
+
+const RpcType = { ...NodeServiceCapability_RPC_Type, VOLUME_CONDITION: LegacyNodeRpcType.VOLUME_CONDITION as number as NodeServiceCapability_RPC_Type };
+type RpcType = NodeServiceCapability_RPC_Type;
 import { PluginRuntime } from "../src/runtime/runtime.js";
 import type { SourceResult } from "../src/engine/sources/index.js";
 import { EngineVolumeChecker } from "../src/upstream/engine-volume-checker.js";

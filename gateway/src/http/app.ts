@@ -2,7 +2,8 @@ import { Hono, type Context } from "hono";
 import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
 import type { Metrics } from "../observability/metrics.js";
 import { ProbeCounts } from "../services/probe-metrics.js";
-import { excludeSet, healthView } from "./health-text.js";
+import type { StorageHealthView } from "../engine/storage-health.js";
+import { excludeSet, healthView, storageHealthLines } from "./health-text.js";
 
 /** Paths the hono app owns; everything else on the port is RPC. */
 export const HTTP_PATHS = new Set(["/healthz", "/livez", "/readyz", "/metrics"]);
@@ -42,6 +43,8 @@ export function createHttpApp(opts: {
   notes?: () => string[];
   serve?: "all" | "health" | "metrics";
   detailRemote?: boolean;
+  /** Storage and volume health, listed by ?verbose (it does not change the verdict). */
+  storageHealth?: StorageHealthView;
 }): Hono<{ Bindings: NodeEnv }> {
   const { readiness, metrics } = opts;
   const serve = opts.serve ?? "all";
@@ -74,7 +77,7 @@ export function createHttpApp(opts: {
     }
     if (c.req.query("verbose") !== undefined) {
       const verdict = `${spec.name} check ${view.ok ? "passed" : "failed"}`;
-      return c.text([...view.lines, ...(opts.notes?.() ?? []), verdict, ""].join("\n"), status);
+      return c.text([...view.lines, ...storageHealthLines(opts.storageHealth), ...(opts.notes?.() ?? []), verdict, ""].join("\n"), status);
     }
     return c.text(view.ok ? spec.okBody : spec.failBody, status);
   };

@@ -1,5 +1,6 @@
 import { judge } from "../engine/health-view.js";
 import type { Condition, HealthSnapshot, ProbeKind } from "../engine/state.js";
+import type { HealthEntry, StorageHealthView } from "../engine/storage-health.js";
 
 export interface HealthView {
   ok: boolean;
@@ -58,4 +59,47 @@ export function excludeSet(values: readonly string[]): Set<string> {
   const set = new Set<string>();
   for (const v of values) for (const name of v.split(",")) if (name.trim()) set.add(name.trim());
   return set;
+}
+
+/** Volumes listed one per line in ?verbose; the rest are counted. Metrics carry every one. */
+export const VERBOSE_MAX_VOLUMES = 50;
+
+/** One line of plain text: control characters become spaces, long texts are cut. */
+function oneLine(text: string, max = 1024): string {
+  // eslint-disable-next-line no-control-regex
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ");
+  return flat.length <= max ? flat : `${flat.slice(0, max)}…`;
+}
+
+function entryText(e: HealthEntry<string>): string {
+  return oneLine(`${e.status} ${e.reason} (${e.check}, since ${e.since}): ${e.message}`);
+}
+
+/**
+ * Storage and volume health for ?verbose. They never change the endpoint's
+ * verdict (storage health is not readiness), so adverse entries are marked
+ * [!] like the other notes, not [-]. Only the view's memory is read.
+ */
+export function storageHealthLines(view: StorageHealthView | undefined, maxVolumes = VERBOSE_MAX_VOLUMES): string[] {
+  if (!view) return [];
+  const lines: string[] = [];
+  if (view.hasStorageChecks()) {
+    const storage = view.storage();
+    if (storage.length === 0) lines.push("[+]storage health: no adverse condition known");
+    for (const e of storage) lines.push(`[!]storage health: ${entryText(e)}`);
+  }
+  if (view.hasVolumeChecks()) {
+    const volumes = view.volumes();
+    let shown = 0;
+    for (const { ref, entries } of volumes) {
+      if (shown === maxVolumes) break;
+      shown++;
+      const id = oneLine(ref.volumeId, 256);
+      if (entries === undefined) lines.push(`[+]volume ${id}: not evaluated yet`);
+      else if (entries.length === 0) lines.push(`[+]volume ${id}: no adverse condition known`);
+      else for (const e of entries) lines.push(`[!]volume ${id}: ${entryText(e)}`);
+    }
+    if (volumes.length > shown) lines.push(`[+]${volumes.length - shown} more volumes not listed (probegate lists ${maxVolumes})`);
+  }
+  return lines;
 }

@@ -1,10 +1,13 @@
 import type { ReadinessProvider } from "../engine/state.js";
+import type { StorageHealthView, VolumeRegistry } from "../engine/storage-health.js";
+import { createNodeHealthRoute } from "../services/node-health-route.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { ProbeSource } from "../services/probe-source.js";
 import { parseEndpoint } from "../transport/endpoint.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import { UpstreamConnection } from "./connection.js";
+import { UpstreamDriverHealth } from "./driver-health.js";
 import { IdentityWatch } from "./identity.js";
 import type { GateName } from "./methods.js";
 import { UpstreamMetrics } from "./metrics.js";
@@ -33,7 +36,14 @@ export interface UpstreamGatewayOptions {
   readiness: ReadinessProvider;
   /** The local checks' Probe verdict, combined with the driver's. */
   localProbe: ProbeSource;
+  /** Used only without `health`: the volume plugins run inside each NodeGetVolumeStats (the pre-v1.13 path). */
   volumeChecker?: VolumeChecker;
+  /**
+   * The engine's storage and volume health (evaluated in the background):
+   * NodeGetStorageHealth/NodeGetVolumeHealth are answered from it, the legacy
+   * volume_condition read from it, and forwarded mount calls feed its registry.
+   */
+  health?: { view: StorageHealthView; registry: VolumeRegistry };
   logger: Logger;
   metrics: Metrics;
   /** Cap on the deadline passed to the driver (and the deadline when the caller set none). */
@@ -72,18 +82,35 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
   const status = new UpstreamStatus(opts.driverName);
   const identity = new IdentityWatch({ conn, status, metrics, logger: opts.logger });
   identity.start();
-  const route = createProxyRoute({
+  const driverHealth = opts.health ? new UpstreamDriverHealth(conn, status, metrics, opts.logger) : undefined;
+  driverHealth?.start();
+  const proxy = createProxyRoute({
     conn,
     status,
     gates: opts.gate,
     readiness: opts.readiness,
-    volumeChecker: opts.volumeChecker,
+    volumeChecker: opts.health ? undefined : opts.volumeChecker,
+    health: opts.health,
+    driverHealth,
     logger: opts.logger,
     metrics,
     timeoutCapMs: opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS,
     volumeCheckTimeoutMs: opts.volumeCheckTimeoutMs ?? 10_000,
     maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024,
   });
+  // The two health RPCs are answered first (from memory, merged with the
+  // driver's when it has its own); everything else goes to the proxy.
+  const healthRoute =
+    opts.health &&
+    createNodeHealthRoute({
+      view: opts.health.view,
+      registry: opts.health.registry,
+      mode: "gateway",
+      driver: driverHealth,
+      driverTimeoutCapMs: Math.min(opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS, 10_000),
+      logger: opts.logger,
+    });
+  const route: StreamRoute = healthRoute ? (stream, headers, ctx) => healthRoute(stream, headers, ctx) || proxy(stream, headers, ctx) : proxy;
   const probe = new UpstreamProbeSource({
     conn,
     status,
@@ -107,6 +134,7 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     healthNotes,
     close: () => {
       identity.stop();
+      driverHealth?.stop();
       return conn.close();
     },
   };

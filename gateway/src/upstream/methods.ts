@@ -9,6 +9,8 @@ export const PROBE_PATH = "/csi.v1.Identity/Probe";
 export const GET_PLUGIN_INFO_PATH = "/csi.v1.Identity/GetPluginInfo";
 export const NODE_STAGE_PATH = "/csi.v1.Node/NodeStageVolume";
 export const NODE_PUBLISH_PATH = "/csi.v1.Node/NodePublishVolume";
+export const NODE_UNSTAGE_PATH = "/csi.v1.Node/NodeUnstageVolume";
+export const NODE_UNPUBLISH_PATH = "/csi.v1.Node/NodeUnpublishVolume";
 export const NODE_GET_VOLUME_STATS_PATH = "/csi.v1.Node/NodeGetVolumeStats";
 export const NODE_GET_CAPABILITIES_PATH = "/csi.v1.Node/NodeGetCapabilities";
 

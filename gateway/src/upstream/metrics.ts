@@ -10,6 +10,7 @@ export class UpstreamMetrics {
   readonly probes: Counter<"result">;
   readonly connected: Gauge;
   readonly volumeConditions: Counter<"result">;
+  readonly healthFailures: Counter<"method">;
   readonly nameMismatches: Counter;
   readonly nameMatch: Gauge<"upstream_name" | "driver_name">;
 
@@ -57,6 +58,13 @@ export class UpstreamMetrics {
       labelNames: ["result"] as const,
       registers,
     });
+    this.healthFailures = new Counter({
+      name: "probegate_upstream_health_failures_total",
+      help: "NodeGetStorageHealth/NodeGetVolumeHealth calls to a driver that advertises them which failed; probegate answered with its own entries only.",
+      labelNames: ["method"] as const,
+      registers,
+    });
+    for (const method of ["NodeGetStorageHealth", "NodeGetVolumeHealth"]) this.healthFailures.inc({ method }, 0);
     this.nameMismatches = new Counter({
       name: "probegate_upstream_driver_name_mismatch_total",
       help: "Times the upstream driver's GetPluginInfo name differed from --driver-name.",

@@ -7,13 +7,19 @@ import { unavailableMessage, type UpstreamConnection } from "./connection.js";
 import { gatedPaths, notReadyReason } from "./gating.js";
 import { formatGrpcTimeout, parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import { encodeFrame, GRPC_OK, respondTrailersOnly, singleMessage, statusForRstCode, statusName, statusOf, statusTrailers } from "../transport/grpc-wire.js";
-import { volumeRefFromRequest, withVolumeCondition, withVolumeConditionCapability } from "./intercept.js";
+import type { StorageHealthView, VolumeRegistry } from "../engine/storage-health.js";
+import type { UpstreamDriverHealth } from "./driver-health.js";
+import { mountedVolumeRef, releasedVolume, volumeRefFromRequest, withHealthCapabilities, withVolumeCondition } from "./intercept.js";
 import {
   GET_PLUGIN_INFO_PATH,
   isForwardedPath,
   methodInfo,
   NODE_GET_CAPABILITIES_PATH,
   NODE_GET_VOLUME_STATS_PATH,
+  NODE_PUBLISH_PATH,
+  NODE_STAGE_PATH,
+  NODE_UNPUBLISH_PATH,
+  NODE_UNSTAGE_PATH,
   type GateName,
   type MethodInfo,
 } from "./methods.js";
@@ -29,7 +35,19 @@ export interface ProxyDeps {
   status: UpstreamStatus;
   gates: ReadonlySet<GateName>;
   readiness: ReadinessProvider;
+  /**
+   * Before the engine's health view existed: runs the volume plugins inside
+   * each NodeGetVolumeStats. Used only when `health` is not given.
+   */
   volumeChecker?: VolumeChecker;
+  /**
+   * The engine's storage and volume health: the legacy volume_condition is
+   * read from it (never run per call), NodeGetCapabilities advertises what it
+   * checks, and the mount calls forwarded tell its registry which volumes exist.
+   */
+  health?: { view: StorageHealthView; registry: VolumeRegistry };
+  /** Learns the driver's own health capabilities from the NodeGetCapabilities replies relayed. */
+  driverHealth?: UpstreamDriverHealth;
   logger: Logger;
   metrics: UpstreamMetrics;
   /** Upper bound for the deadline passed upstream, and the deadline when the caller set none. */
@@ -82,6 +100,15 @@ export function createProxyRoute(deps: ProxyDeps): StreamRoute {
 }
 
 type Rewrite = "capabilities" | "volume-stats" | undefined;
+/** Forwarded calls whose request tells the volume registry about a volume. */
+type Track = "stage" | "publish" | "unstage" | "unpublish" | undefined;
+
+const TRACKED: Record<string, Track> = {
+  [NODE_STAGE_PATH]: "stage",
+  [NODE_PUBLISH_PATH]: "publish",
+  [NODE_UNSTAGE_PATH]: "unstage",
+  [NODE_UNPUBLISH_PATH]: "unpublish",
+};
 
 /** One forwarded call: lives from the caller's stream arriving to its final status. */
 class ForwardedCall {
@@ -95,6 +122,7 @@ class ForwardedCall {
   /** The status to send when the caller's stream asks for trailers. */
   private trailers: http2.OutgoingHttpHeaders | undefined;
   private readonly rewrite: Rewrite;
+  private readonly track: Track;
   /** Request bytes, kept only when a debug log or a rewrite needs them. */
   private requestChunks: Buffer[] | undefined;
   private requestBytes = 0;
@@ -108,6 +136,14 @@ class ForwardedCall {
     private readonly gated: boolean,
   ) {
     this.info = methodInfo(path);
+    const health = deps.health;
+    this.track = health ? TRACKED[path] : undefined;
+    if (health) {
+      // Capabilities are always looked at: they say which health RPCs the driver answers itself.
+      this.rewrite =
+        path === NODE_GET_CAPABILITIES_PATH ? "capabilities" : path === NODE_GET_VOLUME_STATS_PATH && health.view.hasVolumeChecks() ? "volume-stats" : undefined;
+      return;
+    }
     const vc = deps.volumeChecker;
     this.rewrite =
       vc && vc.hasVolumePlugins()
@@ -193,7 +229,7 @@ class ForwardedCall {
       this.fail(Code.DeadlineExceeded, `upstream did not answer within ${timeoutMs} ms`);
     }, timeoutMs);
 
-    if (this.rewrite === "volume-stats" || deps.logger.isLevelEnabled("debug")) this.requestChunks = [];
+    if (this.rewrite === "volume-stats" || this.track || deps.logger.isLevelEnabled("debug")) this.requestChunks = [];
     // CSI calls are unary: one message, so the body is one frame header and the message.
     const maxBody = deps.maxRequestBytes + 5;
     stream.on("data", (chunk: Buffer) => {
@@ -210,7 +246,9 @@ class ForwardedCall {
       else this.requestChunks.push(chunk);
     });
     stream.once("end", () => {
-      if (this.rewrite === "volume-stats") this.volumeVerdict = this.checkVolume(timeoutMs);
+      if (this.rewrite === "volume-stats" && !deps.health) this.volumeVerdict = this.checkVolume(timeoutMs);
+      // CSI lets the CO ask for the health of a volume it only attempted to mount: remember on the attempt.
+      if (this.track === "stage" || this.track === "publish") this.rememberVolume(this.track);
     });
     stream.pipe(up);
 
@@ -290,9 +328,9 @@ class ForwardedCall {
     if (message) {
       try {
         if (this.rewrite === "capabilities") {
-          out = encodeFrame(withVolumeConditionCapability(message));
+          out = encodeFrame(this.rewriteCapabilities(message));
         } else {
-          const verdict = await this.volumeVerdict;
+          const verdict = this.deps.health ? this.rememberedCondition() : await this.volumeVerdict;
           if (verdict) {
             const r = withVolumeCondition(message, verdict);
             this.deps.metrics.volumeConditions.inc({ result: r.outcome });
@@ -310,6 +348,78 @@ class ForwardedCall {
     delete headers["content-length"];
     this.respondStreaming(headers);
     this.stream.end(out);
+  }
+
+  private rewriteCapabilities(message: Uint8Array): Uint8Array {
+    const view = this.deps.health?.view;
+    const volume = view ? view.hasVolumeChecks() : true;
+    const r = withHealthCapabilities(message, {
+      volumeCondition: volume,
+      volumeHealth: view ? volume : false,
+      storageHealth: view ? view.hasStorageChecks() : false,
+    });
+    this.deps.driverHealth?.observe(r.driver);
+    return r.bytes;
+  }
+
+  private requestMessage(): Buffer | undefined {
+    const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
+    return body && singleMessage(body);
+  }
+
+  private rememberVolume(kind: "stage" | "publish"): void {
+    const message = this.requestMessage();
+    if (!message || !this.deps.health) return;
+    try {
+      const ref = mountedVolumeRef(kind, message);
+      if (ref) this.deps.health.registry.remember(ref);
+    } catch (err) {
+      // The driver gets the call regardless and will say what it makes of it.
+      this.deps.logger.debug({ err, method: this.info.label }, "mount request not understood; volume not remembered");
+    }
+  }
+
+  private forgetVolume(kind: "unstage" | "unpublish"): void {
+    const message = this.requestMessage();
+    if (!message || !this.deps.health) return;
+    try {
+      const released = releasedVolume(kind, message);
+      if (released) this.deps.health.registry.forget(released.volumeId, released.path);
+    } catch (err) {
+      this.deps.logger.debug({ err, method: this.info.label }, "unmount request not understood; volume kept");
+    }
+  }
+
+  /**
+   * The legacy volume_condition from the last background evaluation. A volume
+   * not evaluated yet leaves the reply unchanged and is evaluated from now on
+   * (a kubelet asking for stats after probegate restarted, say).
+   */
+  private rememberedCondition(): VolumeVerdict | undefined {
+    const health = this.deps.health!;
+    const message = this.requestMessage();
+    if (!message) return undefined;
+    let ref;
+    try {
+      ref = volumeRefFromRequest(message);
+    } catch {
+      return undefined;
+    }
+    if (!ref) return undefined;
+    const condition = health.view.volumeCondition(ref.id);
+    if (condition) return condition;
+    try {
+      health.registry.request({
+        volumeId: ref.id,
+        ...(ref.path ? { targetPath: ref.path } : {}),
+        ...(ref.stagingPath ? { stagingPath: ref.stagingPath } : {}),
+        origin: "request",
+      });
+    } catch (err) {
+      // Hostile paths: the stats call is the driver's; only the condition is left out.
+      this.deps.logger.debug({ err: (err as Error).message, method: this.info.label }, "volume not evaluated");
+    }
+    return undefined;
   }
 
   /** Runs the volume plugins on the requested volume, bounded; undefined means leave the reply alone. */
@@ -373,6 +483,7 @@ class ForwardedCall {
     const seconds = Number(process.hrtime.bigint() - this.t0) / 1e9;
     const codeName = Number.isNaN(code) ? "UNKNOWN" : statusName(code);
     deps.metrics.duration.observe({ method: info.label }, seconds);
+    if (code === GRPC_OK && (this.track === "unstage" || this.track === "unpublish")) this.forgetVolume(this.track);
     if (code !== GRPC_OK) deps.metrics.errors.inc({ method: info.label, code: codeName });
     if (deps.logger.isLevelEnabled("debug")) {
       const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
