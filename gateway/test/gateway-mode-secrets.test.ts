@@ -48,6 +48,8 @@ describe("gateway mode: secrets never reach the logs", () => {
         "GetVolumeGroupSnapshot",
         "ListSnapshots",
         "NodeExpandVolume",
+        // CSI v1.13: the storage backend health request may carry credentials.
+        "NodeGetStorageHealth",
         "NodePublishVolume",
         "NodeStageVolume",
         "ValidateVolumeCapabilities",

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { CheckEngine } from "../engine/engine.js";
+import { createStorageHealth, type StorageHealth } from "../engine/health/index.js";
 import { demoBinDir, demoScenarioDir, resolveProgram, SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -14,6 +15,12 @@ export interface RunningChecks {
   catalog: SourceCatalog;
   /** The engine's plugins, for whatever else runs them (gateway mode's volume checks). */
   runtime: PluginRuntime;
+  /**
+   * Storage and volume health (node mode only): evaluated in the background,
+   * read by NodeGetStorageHealth/NodeGetVolumeHealth, the legacy
+   * volume_condition, /readyz?verbose, metrics and Events.
+   */
+  health?: StorageHealth;
   stop(): Promise<void>;
   /** Facts for the start log line. */
   describe: Record<string, unknown>;
@@ -105,13 +112,30 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     logger,
     metrics,
   });
+  // Before the engine starts: the first round's storage verdicts reach it too.
+  const health =
+    cfg.mode === "node"
+      ? createStorageHealth({
+          mode: cfg.mode,
+          engine,
+          runtime,
+          catalog,
+          logger,
+          metrics,
+          maxVolumes: cfg.maxVolumes,
+          kubeletDir: cfg.kubeletDir,
+        })
+      : undefined;
+  health?.start();
   await engine.start();
   await catalog.watch();
   return {
     engine,
     catalog,
     runtime,
+    health,
     stop: async () => {
+      await health?.stop();
       await engine.stop();
       await catalog.stop();
       host.demoDir?.remove();

@@ -35,7 +35,7 @@ function identityConfig(cfg: Config): IdentityConfig {
  * code is loaded only in gateway mode; it is not small, and RSS matters on every node.
  */
 async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChecks, logger: Logger, metrics: Metrics) {
-  const { createUpstreamGateway, EngineVolumeChecker } = await import("../upstream/index.js");
+  const { createUpstreamGateway } = await import("../upstream/index.js");
   return createUpstreamGateway({
     upstream: endpoint.display,
     driverName: cfg.driverName,
@@ -43,7 +43,8 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     readiness: checks.engine,
     // --probe-ready=upstream: the driver's own ready field; only liveness checks can fail Probe.
     localProbe: new LocalProbeSource(checks.engine, cfg.probeReady === "upstream" ? "liveness" : cfg.probeReady),
-    volumeChecker: new EngineVolumeChecker({ runtime: checks.runtime, catalog: checks.catalog, mode: cfg.mode }),
+    // Health answers and the legacy volume_condition come from the background evaluation, never a per-call run.
+    health: checks.health && { view: checks.health.view, registry: checks.health.registry },
     logger,
     metrics,
     timeoutCapMs: cfg.upstreamTimeoutCapMs,
@@ -163,6 +164,9 @@ export async function main(argv: string[]): Promise<number> {
       probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
       healthNotes: upstream?.healthNotes,
       csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
+      // Node mode answers the health RPCs from it on the CSI endpoint; gateway mode's upstream route already does.
+      health: checks.health && { view: checks.health.view, registry: checks.health.registry },
+      healthAnsweredUpstream: upstream !== undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",
     });
