@@ -18,7 +18,8 @@ import type { KubeReportingSpec } from "../src/kube/spec.js";
 import { createLogger } from "../src/observability/logger.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { FakeKubeApi } from "./helpers/fake-kube-api.js";
-import { tempDir } from "./helpers/gateway-process.js";
+import { startGatewayProcess, tempDir } from "./helpers/gateway-process.js";
+import { storagePlugin } from "./helpers/health-plugins.js";
 import { TestHealthView } from "./helpers/test-health-view.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -231,4 +232,51 @@ describe("the fake API server validates Events as the real one", () => {
     expect((await post("default", ev({ kind: "Pod", name: "p", namespace: "other" }))).status).toBe(422);
     expect((await post("default", ev({ kind: "PersistentVolume", name: "pv" }))).status).toBe(201);
   });
+});
+
+describe("through a running gateway (main.ts wiring, the engine's real health)", () => {
+  it("a storage check's unreachable MDT becomes a Node Event and, opted in, a False storage condition; readiness untouched", async () => {
+    const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" } }).start();
+    cleanups.push(() => api.close());
+    api.addNode("node-a");
+    const root = tempDir("probegate-health-events-gw-");
+    const kubeconfig = path.join(root, "kubeconfig");
+    fs.writeFileSync(kubeconfig, api.kubeconfig("token-a"));
+    const procfs = path.join(root, "proc");
+    fs.mkdirSync(path.join(procfs, "sys", "kernel"), { recursive: true });
+    fs.mkdirSync(path.join(procfs, "1"));
+    fs.writeFileSync(path.join(procfs, "sys", "kernel", "osrelease"), "unreachable\n");
+    fs.writeFileSync(path.join(procfs, "1", "mounts"), "");
+    fs.writeFileSync(path.join(procfs, "mounts"), "");
+    const plugins = path.join(root, "plugins");
+    fs.mkdirSync(plugins);
+    const unreachable = JSON.stringify({
+      status: "fail", reason: "MdtUnreachable", message: "lustrefs: every MDT down", facts: {},
+      health: [{ status: "STORAGE_UNREACHABLE", reason: "MdtUnreachable", message: "lustrefs: MDT0000 not FULL/IDLE for 95 s (DISCONN)", fs: "lustrefs" }],
+    });
+    fs.writeFileSync(path.join(plugins, "st.wasm"), await storagePlugin("st", "kernel.release", { unreachable }));
+    const gw = await startGatewayProcess(
+      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${root}`, "--check-interval=500ms", `--kubeconfig=${kubeconfig}`,
+        "--node-storage-condition=lustre.csi.example.com/StorageReachable", "--node-write-interval=50ms", "--node-backoff-cap=1s"],
+      { env: { NODE_NAME: "node-a" } },
+    );
+    cleanups.push(async () => void (await gw.stop()));
+    const c = await until("False", () => {
+      const x = api.condition("node-a", "lustre.csi.example.com/StorageReachable");
+      return x?.status === "False" && x;
+    });
+    expect(c.reason).toBe("MdtUnreachable");
+    const ev = await until("Node Event", () => eventsOf(api).find((e) => e.reason === "MdtUnreachable"));
+    expect(ev).toMatchObject({ type: "Warning", regarding: { kind: "Node", name: "node-a" } });
+    expect(ev.note).toContain("MDT0000 not FULL/IDLE");
+    // The storage check is not a readiness check: the verdict (no readiness check at all here) is its own business.
+    expect(api.condition("node-a", "lustre.csi.example.com/NodeReady")).toBeUndefined();
+    // No readiness check here, so the node is not ready (NoChecks): that Event too, then nothing more.
+    await until("NodeNotReady", () => eventsOf(api).find((e) => e.reason === "NodeNotReady"));
+    await settle(300);
+    // Rounds keep running; nothing changes, so no more Event writes.
+    const n = eventWrites(api).length;
+    await settle(1500);
+    expect(eventWrites(api).length).toBe(n);
+  }, 120_000);
 });
