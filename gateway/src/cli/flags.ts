@@ -96,7 +96,7 @@ export const FLAGS: readonly FlagSpec[] = [
   { group: "Gateway mode", name: "upstream-timeout-cap", type: "string", arg: "DURATION", default: "2m",
     help: "Longest deadline passed on to the upstream driver." },
   { group: "Kubernetes node", name: "node-name", type: "string", arg: "NAME", env: "NODE_NAME",
-    help: "This node's name. With --node-condition and/or --node-taint, probegate reports its verdict on the Node object (off otherwise)." },
+    help: "This node's name. With --node-condition, --node-taint and/or --node-storage-condition, probegate reports its verdict on the Node object (off otherwise)." },
   { group: "Kubernetes node", name: "kubeconfig", type: "string", arg: "FILE", default: "the pod's service account (in-cluster)", env: "KUBECONFIG",
     help: "Kubeconfig file for node reporting. KUBECONFIG may list several files (':'-separated), merged as kubectl merges them." },
   { group: "Kubernetes node", name: "kube-context", type: "string", arg: "NAME", default: "the kubeconfig's current-context",
