@@ -141,8 +141,10 @@ function buildRust({ rustc, entry, crateName, sdk, outFile, workDir, root }) {
 }
 
 /** C: the plugin's sources plus the SDK's probegate.c, no libc, size-optimised. */
-function buildC({ clang, lld, sources, sdk, outFile, root }) {
+function buildC({ clang, lld, sources, sdk, outFile, root, health = false }) {
   const args = [
+    // Health checks (probe storage/volume) compile the SDK's health section in; others get the same bytes as before it existed.
+    ...(health ? ["-DPG_HEALTH"] : []),
     "--target=wasm32", "-nostdlib", "-ffreestanding", "-fno-builtin", "-mbulk-memory", "-Os", "-std=c11", "-Wall", "-Wextra",
     `-ffile-prefix-map=${resolve(sdk)}=probegate-sdk`, `-ffile-prefix-map=${root}=.`, "-I", sdk,
     "-Wl,--no-entry", "-Wl,--strip-all", "-Wl,-z,stack-size=65536",
@@ -176,7 +178,7 @@ export function buildProject(dir) {
   } else if (p.lang === "c") {
     const t = findClang();
     if (!t.ok) throw new Error(t.why);
-    size = buildC({ clang: t.path, lld: t.lld, sources: (p.sources ?? ["src/check.c"]).map(at), sdk: at(p.sdk), outFile, root: resolve(dir) });
+    size = buildC({ clang: t.path, lld: t.lld, sources: (p.sources ?? ["src/check.c"]).map(at), sdk: at(p.sdk), outFile, root: resolve(dir), health: p.health === true });
   } else {
     throw new Error(`unknown "lang" ${JSON.stringify(p.lang)} (rust or c)`);
   }

@@ -12,6 +12,8 @@ const NETS = join(ROOT, "dist", "plugins", "lnet-nets.wasm");
 const MODULES = join(ROOT, "dist", "plugins", "kernel-modules.wasm");
 const PING = join(ROOT, "dist", "plugins", "lnet-self-ping.wasm");
 const NI_DOWN = join(ROOT, "plugins", "fixtures", "net_show", "ni-down.yaml");
+const IMPORTS = join(ROOT, "dist", "plugins", "lustre-imports.wasm");
+const LUSTRE = join(ROOT, "plugins", "fixtures", "lustre");
 
 let dir: { path: string; cleanup: () => Promise<void> };
 beforeAll(async () => {
@@ -146,6 +148,82 @@ describe("fixture files", () => {
     const none = await run(NETS, "--fixtures", join(dir.path, "nope"));
     expect(none.code).toBe(2);
     expect(none.stderr).toContain("no such file or directory");
+  });
+});
+
+describe("health, events and round", () => {
+  // An OST evicted at 1764000600 and FULL again by 1764000601.
+  const evicted = (round: string, expect: string) => `name: evicted and recovered
+${round}sources:
+  lctl.imports: {stdoutFile: ${join(LUSTRE, "ost-evicted-recovered.imports.txt")}}
+  lctl.import_states: {stdoutFile: ${join(LUSTRE, "ost-evicted-recovered.states.txt")}}
+  lfs.getname: {stdoutFile: ${join(LUSTRE, "ost-evicted-recovered.getname.txt")}}
+expect:
+  status: pass
+${expect}`;
+
+  it("round: reaches the plugin as input.round; events are compared entry by entry", async () => {
+    const d = fixtures({
+      "counted.yaml": evicted("round: {epoch: 1764000625, previousEpoch: 1764000595}\n", "  events:\n    - {reason: Evicted, fs: lustrefs, target: lustrefs-OST0003, at: 1764000600}\n  health: []\n"),
+      "already-counted.yaml": evicted("round: {epoch: 1764000655, previousEpoch: 1764000625}\n", "  events:\n    - {reason: Evicted}\n"),
+    });
+    const r = await run(IMPORTS, "--fixtures", d);
+    expect(r.stdout).toMatch(/^ok +evicted and recovered — pass ImportsHealthy$/m);
+    expect(r.stdout).toMatch(/^ +✗ events\[0\] +Evicted +\(none\)$/m);
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 1 failed");
+    expect(r.code).toBe(1);
+  });
+
+  it("a case without round runs as a first round starting now (previousEpoch 0): no events", async () => {
+    const d = fixtures({ "first.yaml": evicted("", "  events: []\n") });
+    const r = await run(IMPORTS, "--fixtures", d);
+    expect(r.stdout).toContain("1 passed, 0 failed");
+  });
+
+  it("health: exact entries in order; a missing or extra entry, or another message, fails the case", async () => {
+    const down = (expect: string) => `name: OST down
+round: {epoch: 1764000700, previousEpoch: 1764000670}
+sources:
+  lctl.imports: {stdoutFile: ${join(LUSTRE, "ost-down-2.16.imports.txt")}}
+  lctl.import_states: {stdoutFile: ${join(LUSTRE, "ost-down-2.16.states.txt")}}
+  lfs.getname: {stdoutFile: ${join(LUSTRE, "ost-down-2.16.getname.txt")}}
+expect:
+  status: warn
+${expect}`;
+    const d = fixtures({
+      "a-right.yaml": down("  health:\n    - {status: STORAGE_DEGRADED, reason: OstUnreachable, fs: lustrefs, message: OST0003}\n"),
+      "b-none.yaml": down("  health: []\n"),
+      "c-extra.yaml": down("  health:\n    - {status: STORAGE_DEGRADED, reason: OstUnreachable}\n    - {status: STORAGE_UNREACHABLE, reason: MdtUnreachable}\n"),
+      "d-message.yaml": down("  health:\n    - {status: STORAGE_DEGRADED, reason: OstUnreachable, message: OST0009}\n"),
+    });
+    const r = await run(IMPORTS, "--fixtures", d);
+    expect(r.stdout).toMatch(/^ok +OST down — warn OstUnreachable$/m);
+    expect(r.stdout).toMatch(/^ +✗ health\[0\] +\(none\) +STORAGE_DEGRADED OstUnreachable fs=lustrefs lustrefs at \/mnt\/lustre: OST0003/m);
+    expect(r.stdout).toMatch(/^ +✗ health\[1\] +STORAGE_UNREACHABLE MdtUnreachable +\(none\)$/m);
+    // The expected column is clipped at 40 characters.
+    expect(r.stdout).toMatch(/^ +✗ health\[0\] +STORAGE_DEGRADED OstUnreachable …OST000…/m);
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 3 failed");
+  });
+
+  it("refuses malformed round and health expectations with the key and its line", async () => {
+    const d = fixtures({
+      "round.yaml": "round: {epoch: 5, previous: 1}\nexpect: {status: pass}\n",
+      "neg.yaml": "round: {epoch: -1}\nexpect: {status: pass}\n",
+      "health.yaml": "expect:\n  status: pass\n  health:\n    - {status: DEGRADED, reason: X, colour: red}\n",
+    });
+    const r = await run(IMPORTS, "--fixtures", d);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/round\.yaml:1: unknown key "previous" in round \(known: epoch, previousEpoch\)/);
+    expect(r.stdout).toMatch(/neg\.yaml:1: round\.epoch: /);
+    expect(r.stdout).toMatch(/health\.yaml:4: unknown key "colour" in expect\.health\.0 \(known: status, reason, message, fs\)/);
+  });
+
+  it("the input document carries round for a run from flags too", async () => {
+    const r = await run(IMPORTS, "--source", `lctl.imports=${join(LUSTRE, "healthy-2.15.imports.txt")}`, "--json");
+    const doc = JSON.parse(r.stdout);
+    expect(doc.input.round.previousEpoch).toBe(0);
+    expect(Math.abs(doc.input.round.epoch - Date.now() / 1000)).toBeLessThan(600);
+    expect(doc.verdict ?? doc.result ?? doc).toBeTruthy();
   });
 });
 

@@ -47,6 +47,11 @@ describe("built-in sources on the healthy demo node", () => {
       "kernel.modules_dep",
       "modprobe.lnet_options",
       "mount_lustre.version",
+      "lctl.imports",
+      "lctl.import_states",
+      "lfs.getname",
+      "lustre.health_check",
+      "lnetctl.net_show_health",
       "volume.statfs",
     ]);
     expect(catalog.has("lnetctl.ping")).toBe(true);

@@ -73,7 +73,19 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(opts: { plugins: string[]; mounts?: string; maxVolumes?: number; kubeletDir?: (root: string) => string; statfsBoundMs?: number } = { plugins: [] }): Promise<Setup> {
+async function setup(
+  opts: {
+    plugins: string[];
+    mounts?: string;
+    maxVolumes?: number;
+    kubeletDir?: (root: string) => string;
+    statfsBoundMs?: number;
+    statfsIntervalMs?: number;
+    statfsMaxOutstanding?: number;
+    /** Program names in the test's bin directory to prefix every command with. */
+    commandPrefix?: string[];
+  } = { plugins: [] },
+): Promise<Setup> {
   const dir = await tempDir("probegate-storage-health-");
   const root = dir.path;
   const procfs = join(root, "proc");
@@ -85,12 +97,19 @@ async function setup(opts: { plugins: string[]; mounts?: string; maxVolumes?: nu
   mkdirSync(binDir);
   writeFileSync(join(binDir, "stat"), FAKE_STAT);
   chmodSync(join(binDir, "stat"), 0o755);
+  // A stand-in for nsenter: logs that it was used, then runs the command.
+  writeFileSync(join(binDir, "enter"), `#!/bin/sh\necho "$*" >> "${join(root, "enter.log")}"\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n`);
+  chmodSync(join(binDir, "enter"), 0o755);
   const pluginsDir = join(root, "plugins");
   mkdirSync(pluginsDir);
   for (const name of opts.plugins) writeFileSync(join(pluginsDir, `${name}.wasm`), bin[name]!);
   const log = join(root, "stat.log");
   const env = { ...process.env, PATH: `${binDir}:${process.env.PATH ?? ""}`, FAKE_STAT_LOG: log, FAKE_STAT_HANG: join(root, "hang") };
-  const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger: silentLogger, defaults: { fileTtlMs: 0 }, statfsBoundMs: opts.statfsBoundMs ?? 300 });
+  const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger: silentLogger, defaults: { fileTtlMs: 0 }, statfsBoundMs: opts.statfsBoundMs ?? 3000,
+    statfsIntervalMs: opts.statfsIntervalMs ?? 0,
+    statfsMaxOutstanding: opts.statfsMaxOutstanding,
+    commandPrefix: opts.commandPrefix,
+  });
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({
     dir: pluginsDir,
@@ -201,7 +220,7 @@ describe("storage checks", () => {
       await s.round();
       const c = s.engine.snapshot().conditions.find((x) => x.name === "st")!;
       expect(c).toMatchObject({ fault: true, reason: "PluginBadOutput" });
-      expect(c.message).toContain("DEGRADED is not a storage status");
+      expect(c.message).toContain('health status DEGRADED is not allowed for a probe "storage" plugin');
       expect(s.health.view.storage().map((e) => [e.status, e.reason])).toEqual(good);
     }
     s.setCase("garbage");
@@ -298,13 +317,13 @@ describe("volume health", () => {
   });
 
   it("a hanging statfs: one probe per path, never spawned again while it hangs, reported hung; the rest goes on", async () => {
-    const s = await setup({ plugins: ["ready", "vol"], statfsBoundMs: 300 });
+    const s = await setup({ plugins: ["ready", "vol"], statfsBoundMs: 1000 });
     writeFileSync(join(s.root, "hang"), "");
     s.health.registry.remember({ volumeId: "vh", targetPath: "/mnt/hang1", origin: "publish" });
     s.health.registry.remember({ volumeId: "vok", targetPath: "/mnt/fine", origin: "publish" });
     for (let i = 0; i < 4; i++) {
       await s.round();
-      await new Promise((r) => setTimeout(r, 400));
+      await new Promise((r) => setTimeout(r, 1100));
     }
     const hung = s.statLog().filter((l) => l.endsWith(" /mnt/hang1"));
     expect(hung).toHaveLength(1);
@@ -312,7 +331,7 @@ describe("volume health", () => {
     const entries = s.health.view.volume("vh")!;
     expect(entries).toMatchObject([{ status: "INACCESSIBLE", reason: "MountHung" }]);
     const ms = Number(/\/mnt\/hang1 hung (\d+)/.exec(entries[0]!.message)![1]);
-    expect(ms).toBeGreaterThanOrEqual(300);
+    expect(ms).toBeGreaterThanOrEqual(1000);
     expect(s.health.view.volume("vok")).toEqual([]);
     expect(s.statLog().filter((l) => l.endsWith(" /mnt/fine")).length).toBeGreaterThanOrEqual(2);
     // The engine's rounds and snapshot are untouched.
@@ -356,6 +375,49 @@ describe("volume health", () => {
     // One process per hung mount, however many rounds asked.
     expect(s.catalog.statfsOutstanding()).toBe(8);
     expect(s.statLog()).toHaveLength(8);
+  });
+
+  it("reuses a healthy path's answer for the statfs interval, never a failure", async () => {
+    const s = await setup({ plugins: ["vol"], statfsIntervalMs: 3_600_000 });
+    s.health.registry.remember({ volumeId: "a", targetPath: "/mnt/fine", origin: "publish" });
+    s.health.registry.remember({ volumeId: "m", targetPath: "/mnt/missing", origin: "publish" });
+    for (let i = 0; i < 3; i++) {
+      await s.round();
+      await new Promise((r) => setTimeout(r, 1100)); // past the source cache's second
+    }
+    expect(s.statLog().filter((l) => l.endsWith(" /mnt/fine"))).toHaveLength(1);
+    expect(s.statLog().filter((l) => l.endsWith(" /mnt/missing")).length).toBeGreaterThanOrEqual(3);
+    expect(s.health.view.volume("a")).toEqual([]);
+    expect(s.health.view.volume("m")).toMatchObject([{ reason: "StatfsFailed" }]);
+  });
+
+  it("caps the probes outstanding: past the cap a path is `error EAGAIN`, nothing spawned", async () => {
+    const s = await setup({ plugins: ["vol"], statfsMaxOutstanding: 2, statfsBoundMs: 200 });
+    writeFileSync(join(s.root, "hang"), "");
+    for (let i = 0; i < 3; i++) s.health.registry.remember({ volumeId: `v${i}`, targetPath: `/mnt/hang${i}`, origin: "publish" });
+    await s.round();
+    await s.round();
+    const reasons = [0, 1, 2].map((i) => s.health.view.volume(`v${i}`)![0]!);
+    expect(reasons.filter((e) => e.reason === "MountHung")).toHaveLength(2);
+    expect(reasons.filter((e) => e.reason === "StatfsFailed" && e.message.includes(" error EAGAIN"))).toHaveLength(1);
+    expect(s.catalog.statfsOutstanding()).toBe(2);
+    expect(s.statLog()).toHaveLength(2);
+  });
+
+  it("runs statfs through the command prefix, like lnetctl", async () => {
+    const s = await setup({ plugins: ["vol"], commandPrefix: ["enter", "--mount=/proc/1/ns/mnt", "--"] });
+    s.health.registry.remember({ volumeId: "a", targetPath: "/mnt/a b", origin: "publish" });
+    await waitFor(() => s.health.view.volume("a"), "a evaluated");
+    expect(s.health.view.volume("a")).toEqual([]);
+    expect(readFileSync(join(s.root, "enter.log"), "utf8")).toBe("--mount=/proc/1/ns/mnt -- stat -f -c %t -- /mnt/a b\n");
+  });
+
+  it("a burst of requests for new volumes is evaluated a few at a time, every one of them", async () => {
+    const s = await setup({ plugins: ["vol"], statfsMaxOutstanding: 8 });
+    for (let i = 0; i < 60; i++) s.health.registry.request({ volumeId: `r${i}`, targetPath: `/mnt/r${i}`, origin: "request" });
+    await waitFor(() => s.health.view.volumes().every((v) => v.entries !== undefined), "all evaluated", 30_000);
+    // None was refused by the outstanding-probe cap: the queue kept within it.
+    expect(s.health.view.volumes().filter((v) => v.entries!.length > 0)).toEqual([]);
   });
 
   it("stopping ends a hung probe's process", async () => {

@@ -467,6 +467,9 @@ static int parse_input(pg_str text, pg_input *in, pg_str *error) {
   }
   const pg_value *config = pg_value_get(root, "config");
   if (config && config->kind == PG_OBJ) in->config = config;
+#ifdef PG_HEALTH
+  in->root = root;
+#endif
   return 0;
 }
 
@@ -911,6 +914,7 @@ EXPORT("pg_reset") void pg_reset(void) {
 
 EXPORT("pg_manifest") uint64_t pg_manifest(void) { return packed(manifest_json(probegate_manifest())); }
 
+#ifndef PG_HEALTH
 EXPORT("pg_check") uint64_t pg_check(const char *ptr, size_t len) {
   pg_str text = {ptr, len}, error = {0, 0};
   pg_input in;
@@ -922,6 +926,7 @@ EXPORT("pg_check") uint64_t pg_check(const char *ptr, size_t len) {
   }
   return packed(verdict_json(v));
 }
+#endif
 
 /* ---- what the compiler may call (no libc) ----
  * Built with -mbulk-memory (as the SDK's build does), these are single
@@ -967,3 +972,136 @@ int memcmp(const void *a, const void *b, size_t n) {
     if (x[i] != y[i]) return x[i] - y[i];
   return 0;
 }
+
+/* ---- storage and volume health (-DPG_HEALTH; see probegate.h) ---- */
+#ifdef PG_HEALTH
+
+typedef struct {
+  const char *status, *reason;
+  pg_str message, fs;
+} health_entry;
+
+typedef struct {
+  const char *reason;
+  pg_str fs, target;
+  long long at;
+} health_event;
+
+struct pg_health {
+  pg_verdict *verdict;
+  health_entry entries[PG_HEALTH_MAX];
+  size_t nentries;
+  health_event events[PG_HEALTH_MAX];
+  size_t nevents;
+};
+
+pg_health *pg_health_new(pg_verdict *v) {
+  pg_health *h = pg_arena_alloc(sizeof *h);
+  memset(h, 0, sizeof *h);
+  h->verdict = v;
+  return h;
+}
+
+pg_health *pg_health_entry(pg_health *h, const char *status, const char *reason, pg_str message, pg_str fs) {
+  if (h->nentries < PG_HEALTH_MAX) {
+    health_entry *e = &h->entries[h->nentries++];
+    e->status = status;
+    e->reason = reason;
+    e->message = message;
+    e->fs = fs;
+  }
+  return h;
+}
+
+pg_health *pg_health_event(pg_health *h, const char *reason, pg_str fs, pg_str target, long long at) {
+  if (h->nevents < PG_HEALTH_MAX) {
+    health_event *e = &h->events[h->nevents++];
+    e->reason = reason;
+    e->fs = fs;
+    e->target = target;
+    e->at = at;
+  }
+  return h;
+}
+
+static long long epoch_of(const pg_value *v) {
+  if (!v || v->kind != PG_NUM || !(v->num >= 0) || v->num > 9007199254740991.0) return 0;
+  return (long long)v->num;
+}
+
+pg_round pg_input_round(const pg_input *in) {
+  pg_round r = {0, 0};
+  const pg_value *round = in->root ? pg_value_get(in->root, "round") : 0;
+  if (round && round->kind == PG_OBJ) {
+    r.epoch = epoch_of(pg_value_get(round, "epoch"));
+    r.previous_epoch = epoch_of(pg_value_get(round, "previousEpoch"));
+  }
+  return r;
+}
+
+/* The verdict's JSON with `health` and `events` spliced in before its closing brace. */
+static pg_str health_render(const pg_health *h, size_t limit, int with_events) {
+  pg_str base = verdict_json(h->verdict);
+  pg_buf b = {0};
+  pg_buf_addn(&b, base.ptr, base.len - 1);
+  if (h->nentries) {
+    pg_buf_add(&b, ",\"health\":[");
+    for (size_t i = 0; i < h->nentries; i++) {
+      const health_entry *e = &h->entries[i];
+      pg_buf o = {0};
+      pg_buf_add(&o, "{");
+      member_str(&o, "status", pg_cstr(e->status));
+      member_str(&o, "reason", pg_clip(pg_cstr(e->reason), REASON_LIMIT));
+      member_str(&o, "message", pg_clip(pg_one_line(e->message), limit));
+      if (e->fs.ptr) member_str(&o, "fs", e->fs);
+      pg_buf_add(&o, "}");
+      if (i) pg_buf_add(&b, ",");
+      pg_buf_add_str(&b, pg_buf_str(&o));
+    }
+    pg_buf_add(&b, "]");
+  }
+  if (with_events && h->nevents) {
+    pg_buf_add(&b, ",\"events\":[");
+    for (size_t i = 0; i < h->nevents; i++) {
+      const health_event *e = &h->events[i];
+      pg_buf o = {0};
+      pg_buf_add(&o, "{");
+      member_str(&o, "reason", pg_clip(pg_cstr(e->reason), REASON_LIMIT));
+      if (e->fs.ptr) member_str(&o, "fs", pg_clip(e->fs, 128));
+      if (e->target.ptr) member_str(&o, "target", pg_clip(e->target, 128));
+      if (e->at >= 0) {
+        member(&o, "at");
+        pg_buf_add_int(&o, e->at);
+      }
+      pg_buf_add(&o, "}");
+      if (i) pg_buf_add(&b, ",");
+      pg_buf_add_str(&b, pg_buf_str(&o));
+    }
+    pg_buf_add(&b, "]");
+  }
+  pg_buf_add(&b, "}");
+  return pg_buf_str(&b);
+}
+
+static pg_str health_json(const pg_health *h) {
+  pg_str out = health_render(h, 1024, 1);
+  if (out.len <= OUTPUT_LIMIT) return out;
+  out = health_render(h, 120, 1);
+  if (out.len <= OUTPUT_LIMIT) return out;
+  out = health_render(h, 120, 0);
+  return out.len <= OUTPUT_LIMIT ? out : verdict_json(h->verdict);
+}
+
+EXPORT("pg_check") uint64_t pg_check(const char *ptr, size_t len) {
+  pg_str text = {ptr, len}, error = {0, 0};
+  pg_input in;
+  pg_health *h;
+  if (parse_input(text, &in, &error)) h = pg_health_new(pg_fail("BadInput", error));
+  else {
+    h = probegate_check_health(&in, pg_input_round(&in));
+    if (!h) h = pg_health_new(pg_fail("NoVerdict", pg_cstr("the check returned no verdict")));
+    if (!h->verdict) h->verdict = pg_fail("NoVerdict", pg_cstr("the check returned no verdict"));
+  }
+  return packed(health_json(h));
+}
+#endif

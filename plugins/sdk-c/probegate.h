@@ -98,6 +98,9 @@ typedef struct {
   pg_str *fact_keys, *fact_values;
   size_t nfacts;
   const pg_value *config;   /* NULL unless the manifest declares configuration */
+#ifdef PG_HEALTH
+  const pg_value *root;     /* the whole document (health checks read `round` from it) */
+#endif
 } pg_input;
 
 const pg_source *pg_input_source(const pg_input *in, const char *name);
@@ -178,5 +181,41 @@ _Noreturn void pg_abort(const char *message);
 
 pg_manifest_builder *probegate_manifest(void);
 pg_verdict *probegate_check(const pg_input *input);
+
+/* ---- storage and volume health (plugins/ABI.md, "Health") ----
+ * Compiled in with -DPG_HEALTH (package.json "probegate": {"health": true});
+ * the plugin then defines probegate_check_health instead of probegate_check:
+ *
+ *   pg_health *probegate_check_health(const pg_input *input, pg_round round) {
+ *     pg_health *h = pg_health_new(pg_warn("OstUnreachable", msg));
+ *     pg_health_entry(h, PG_STORAGE_DEGRADED, "OstUnreachable", msg, pg_cstr("lustrefs"));
+ *     pg_health_event(h, "Evicted", pg_cstr("lustrefs"), pg_cstr("lustrefs-OST0003"), at);
+ *     return h;
+ *   }
+ */
+#ifdef PG_HEALTH
+#define PG_STORAGE_DEGRADED "STORAGE_DEGRADED"
+#define PG_STORAGE_UNREACHABLE "STORAGE_UNREACHABLE"
+#define PG_VOLUME_DEGRADED "DEGRADED"
+#define PG_VOLUME_INACCESSIBLE "INACCESSIBLE"
+#define PG_VOLUME_DATA_LOSS "DATA_LOSS"
+#define PG_HEALTH_MAX 256
+
+/* `round` of the input, epoch seconds; 0 when absent (previous_epoch 0: first round). */
+typedef struct {
+  long long epoch, previous_epoch;
+} pg_round;
+
+typedef struct pg_health pg_health;
+
+pg_health *pg_health_new(pg_verdict *v);
+/* One entry (the host keeps one per (status, reason): merge first); fs.ptr == NULL: none. */
+pg_health *pg_health_entry(pg_health *h, const char *status, const char *reason, pg_str message, pg_str fs);
+/* One event; fs/target ptr == NULL: none; at < 0: unknown. */
+pg_health *pg_health_event(pg_health *h, const char *reason, pg_str fs, pg_str target, long long at);
+pg_round pg_input_round(const pg_input *in);
+
+pg_health *probegate_check_health(const pg_input *input, pg_round round);
+#endif
 
 #endif

@@ -42,6 +42,14 @@ export class CheckInput {
    * which fall back to the defaults the plugin passes.
    */
   config: Value | null = null;
+  /**
+   * `round.epoch`: epoch seconds when the host's evaluation round started (0
+   * when the host sent none). Data, not a clock: compare it with timestamps
+   * in sources (an import's state_history); fixtures set it.
+   */
+  roundEpoch: i64 = 0;
+  /** `round.previousEpoch`: the previous round that ran this plugin, or 0 (first round since start). */
+  previousEpoch: i64 = 0;
   private factKeys: Array<string> = new Array<string>();
   private factValues: Array<string> = new Array<string>();
 
@@ -83,6 +91,11 @@ export class CheckInput {
     }
     const config = root.get("config");
     if (config !== null && config.isObject) input.config = config;
+    const round = root.get("round");
+    if (round !== null && round.isObject) {
+      input.roundEpoch = epochOf(round.get("epoch"));
+      input.previousEpoch = epochOf(round.get("previousEpoch"));
+    }
     const facts = root.get("facts");
     if (facts !== null && facts.isObject) {
       for (let i = 0; i < facts.length; i++) {
@@ -158,6 +171,12 @@ export class CheckInput {
   }
 }
 
+/** A non-negative whole number of seconds, else 0 (anything odd reads as "unknown"). */
+function epochOf(v: Value | null): i64 {
+  if (v === null || v.kind != Kind.Number || !isFinite(v.num) || v.num < 0 || v.num > 9007199254740991) return 0;
+  return <i64>Math.floor(v.num);
+}
+
 function decodeSource(name: string, v: Value): Source {
   const s = new Source();
   s.name = name;
@@ -177,12 +196,43 @@ function decodeSource(name: string, v: Value): Source {
   return s;
 }
 
+/** Health statuses (CSI v1.13): storage plugins use the first two, volume plugins the other three. */
+export const STORAGE_DEGRADED = "STORAGE_DEGRADED";
+export const STORAGE_UNREACHABLE = "STORAGE_UNREACHABLE";
+export const VOLUME_DEGRADED = "DEGRADED";
+export const VOLUME_INACCESSIBLE = "INACCESSIBLE";
+export const VOLUME_DATA_LOSS = "DATA_LOSS";
+/** The host keeps at most this many health entries and events per result. */
+export const HEALTH_ENTRIES_MAX: i32 = 256;
+const HEALTH_MESSAGE_LIMIT: i32 = 1024;
+
+/** One adverse condition (see Result.health). */
+export class HealthEntry {
+  status: string = "";
+  reason: string = "";
+  message: string = "";
+  /** "" when not about one file system. */
+  fs: string = "";
+}
+
+/** Something seen happening since the previous round (see Result.event). */
+export class HealthEvent {
+  reason: string = "";
+  fs: string = "";
+  target: string = "";
+  /** Epoch seconds; -1 when unknown. */
+  at: i64 = -1;
+}
+
 export class Result {
   status: string;
   reason: string;
   message: string;
   private factKeys: Array<string> = new Array<string>();
   private factValues: Array<string> = new Array<string>();
+  /** Health entries (storage and volume plugins); empty: nothing adverse known. */
+  healthEntries: Array<HealthEntry> = new Array<HealthEntry>();
+  events: Array<HealthEvent> = new Array<HealthEvent>();
 
   constructor(status: string, reason: string, message: string) {
     this.status = status;
@@ -217,14 +267,47 @@ export class Result {
     return this;
   }
 
-  /** Serialises within the ABI's limits: facts are dropped before the verdict is. */
-  toJson(): string {
-    const full = this.render(MESSAGE_LIMIT, true);
-    if (utf8Length(full) <= OUTPUT_LIMIT) return full;
-    return this.render(500, false);
+  /**
+   * Adds a health entry (probe "storage": STORAGE_DEGRADED/STORAGE_UNREACHABLE;
+   * probe "volume": DEGRADED/INACCESSIBLE/DATA_LOSS). `reason` UpperCamelCase;
+   * `message` one line naming what is affected; `fs` a file system name or "".
+   * A second entry with the same (status, reason) replaces nothing: the host
+   * keeps the first, so merge per (status, reason) before adding. Entries past
+   * HEALTH_ENTRIES_MAX are dropped.
+   */
+  health(status: string, reason: string, message: string, fs: string = ""): Result {
+    if (this.healthEntries.length >= HEALTH_ENTRIES_MAX) return this;
+    const e = new HealthEntry();
+    e.status = status;
+    e.reason = reason;
+    e.message = message;
+    e.fs = fs;
+    this.healthEntries.push(e);
+    return this;
   }
 
-  private render(messageLimit: i32, withFacts: bool): string {
+  /** Adds an event (e.g. "Evicted" seen in a state history after input.previousEpoch); `at` epoch seconds or -1. */
+  event(reason: string, fs: string = "", target: string = "", at: i64 = -1): Result {
+    if (this.events.length >= HEALTH_ENTRIES_MAX) return this;
+    const e = new HealthEvent();
+    e.reason = reason;
+    e.fs = fs;
+    e.target = target;
+    e.at = at;
+    this.events.push(e);
+    return this;
+  }
+
+  /** Serialises within the ABI's limits: facts, then long health messages, are cut before the verdict is. */
+  toJson(): string {
+    const full = this.render(MESSAGE_LIMIT, true, HEALTH_MESSAGE_LIMIT);
+    if (utf8Length(full) <= OUTPUT_LIMIT) return full;
+    const lean = this.render(500, false, 120);
+    if (utf8Length(lean) <= OUTPUT_LIMIT) return lean;
+    return this.render(500, false, 0);
+  }
+
+  private render(messageLimit: i32, withFacts: bool, healthMessageLimit: i32): string {
     const w = new JsonObjectWriter()
       .string("status", this.status)
       .string("reason", clip(this.reason, REASON_LIMIT))
@@ -233,6 +316,31 @@ export class Result {
       const f = new JsonObjectWriter();
       for (let i = 0; i < this.factKeys.length; i++) f.string(this.factKeys[i], this.factValues[i]);
       w.raw("facts", f.toString());
+    }
+    if (this.healthEntries.length > 0) {
+      const items = new Array<string>(this.healthEntries.length);
+      for (let i = 0; i < this.healthEntries.length; i++) {
+        const e = this.healthEntries[i];
+        const h = new JsonObjectWriter()
+          .string("status", e.status)
+          .string("reason", clip(e.reason, REASON_LIMIT))
+          .string("message", clip(oneLine(e.message), healthMessageLimit));
+        if (e.fs.length > 0) h.string("fs", e.fs);
+        items[i] = h.toString();
+      }
+      w.raw("health", "[" + joinStrings(items, ",") + "]");
+    }
+    if (this.events.length > 0 && healthMessageLimit > 0) {
+      const items = new Array<string>(this.events.length);
+      for (let i = 0; i < this.events.length; i++) {
+        const e = this.events[i];
+        const h = new JsonObjectWriter().string("reason", clip(e.reason, REASON_LIMIT));
+        if (e.fs.length > 0) h.string("fs", clip(e.fs, 128));
+        if (e.target.length > 0) h.string("target", clip(e.target, 128));
+        if (e.at >= 0) h.raw("at", e.at.toString());
+        items[i] = h.toString();
+      }
+      w.raw("events", "[" + joinStrings(items, ",") + "]");
     }
     return w.toString();
   }

@@ -9,3 +9,4 @@ export * from "./lnet";
 export * from "./abi";
 export * from "./phase";
 export * from "./log";
+export * from "./lustre";

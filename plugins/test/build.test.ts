@@ -5,6 +5,13 @@ import { ensureBuilt, loadPlugin, wasmPath } from "./harness";
 import { abiProblems, discoverPlugins } from "../build.mjs";
 
 const OURS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces"];
+/** Health checks (CSI v1.13): probe kind and the sources each reads. */
+const HEALTH: Record<string, { probe: string; sources: string[] }> = {
+  "lustre-imports": { probe: "storage", sources: ["lctl.imports", "lctl.import_states", "lfs.getname"] },
+  "lnet-health": { probe: "storage", sources: ["lnetctl.net_show_health", "proc.modules", "lnetctl.net_show"] },
+  "lustre-health-check": { probe: "storage", sources: ["lustre.health_check"] },
+  "volume-lustre-health": { probe: "volume", sources: ["proc.mounts", "lctl.imports", "lctl.import_states", "lfs.getname", "volume.statfs"] },
+};
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const SOURCE_CATALOG = ["lnetctl.net_show", "lctl.list_nids", "lnetctl.ping", "proc.modules", "sys.net.operstate", "kernel.release", "kernel.modules_dep", "modprobe.lnet_options", "mount_lustre.version"];
 
@@ -13,11 +20,11 @@ beforeAll(() => ensureBuilt());
 describe("plugin build", () => {
   it("discovers every plugin directory and skips sdk/test/fixtures", () => {
     const found: string[] = discoverPlugins();
-    for (const name of OURS) expect(found).toContain(name);
+    for (const name of [...OURS, ...Object.keys(HEALTH)]) expect(found).toContain(name);
     for (const name of ["sdk", "test", "fixtures"]) expect(found).not.toContain(name);
   });
 
-  it.each(OURS)("%s imports only env.abort/trace/seed and exports the ABI", (name) => {
+  it.each([...OURS, ...Object.keys(HEALTH)])("%s imports only env.abort/trace/seed and exports the ABI", (name) => {
     const bytes = readFileSync(wasmPath(name));
     expect(abiProblems(bytes)).toEqual([]);
     const imports = WebAssembly.Module.imports(new WebAssembly.Module(bytes));
@@ -41,6 +48,14 @@ describe("plugin build", () => {
     // One source the check is about; the phased LNet checks (lnetConfiguredAt) add the phase's and the first mount's.
     expect(m.sources.length).toBe(PHASED_SOURCES[name] ?? 1);
     for (const s of m.sources) expect(SOURCE_CATALOG).toContain(s);
+  });
+});
+
+describe("bundled health checks", () => {
+  it.each(Object.entries(HEALTH))("%s: manifest with its probe kind and sources", (name, want) => {
+    const m = loadPlugin(name).manifest();
+    expect(m).toMatchObject({ abi: 1, name, modes: ["node"], probe: want.probe, severity: "required" });
+    expect(m.sources).toEqual(want.sources);
   });
 });
 

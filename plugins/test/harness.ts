@@ -66,7 +66,7 @@ export function loadSdkProbe(): Promise<any> {
       const ptr = ex.__pin(ex.__newString(s));
       try {
         const r = ex[fn](ptr);
-        return typeof r === "number" && fn !== "jsonRoundtrip" && fn !== "yamlToJson" && fn !== "quote" && fn !== "yamlLookup" && fn !== "joinProbe" && fn !== "scanProbe" && fn !== "uniqueProbe" ? r : ex.__getString(r);
+        return typeof r === "number" && fn !== "jsonRoundtrip" && fn !== "yamlToJson" && fn !== "quote" && fn !== "yamlLookup" && fn !== "joinProbe" && fn !== "scanProbe" && fn !== "uniqueProbe" && fn !== "healthProbe" ? r : ex.__getString(r);
       } finally {
         ex.__unpin(ptr);
       }
@@ -84,6 +84,7 @@ export function loadSdkProbe(): Promise<any> {
       joinProbe: (s: string) => JSON.parse(call("joinProbe")(s)) as [string, string],
       scanProbe: (s: string) => JSON.parse(call("scanProbe")(s)) as Array<[number, number, number, number, number, number, boolean, boolean, number, string]>,
       uniqueProbe: call("uniqueProbe") as (s: string) => string,
+      healthProbe: (doc: object | string) => JSON.parse(call("healthProbe")(typeof doc === "string" ? doc : JSON.stringify(doc))) as any,
     };
   })();
   return probe;

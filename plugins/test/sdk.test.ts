@@ -232,3 +232,43 @@ function expectClose(actual: unknown, expected: unknown): void {
     expect(actual).toBe(expected);
   }
 }
+
+describe("round and health (AssemblyScript SDK)", () => {
+  const doc = (facts: Record<string, string>, round?: unknown) => ({ mode: "node", sources: {}, facts, ...(round !== undefined ? { round } : {}) });
+
+  it("reads round.epoch and round.previousEpoch; absent or odd values read 0", () => {
+    expect(sdk.healthProbe(doc({}, { epoch: 1764000700, previousEpoch: 1764000670 })).message).toBe("1764000700/1764000670");
+    expect(sdk.healthProbe(doc({})).message).toBe("0/0");
+    expect(sdk.healthProbe(doc({}, { epoch: -5, previousEpoch: "1" })).message).toBe("0/0");
+    expect(sdk.healthProbe(doc({}, { epoch: 1e300, previousEpoch: 12.7 })).message).toBe("0/12");
+    expect(sdk.healthProbe(doc({}, [1, 2])).message).toBe("0/0");
+  });
+
+  it("emits health entries (fs only when given, messages on one line) and events (at only when known)", () => {
+    const r = sdk.healthProbe(doc({ n: "2", e: "2", status: "STORAGE_DEGRADED", msg: "line one\nline\ttwo ", fs: "lustrefs" }));
+    expect(r.health).toEqual([
+      { status: "STORAGE_DEGRADED", reason: "Reason0", message: "line one line two 0", fs: "lustrefs" },
+      { status: "STORAGE_DEGRADED", reason: "Reason1", message: "line one line two 1", fs: "lustrefs" },
+    ]);
+    expect(r.events).toEqual([
+      { reason: "Evicted", fs: "fs0", target: "fs-OST0" },
+      { reason: "Evicted", fs: "fs1", target: "fs-OST1", at: 1 },
+    ]);
+    const noFs = sdk.healthProbe(doc({ n: "1", status: "INACCESSIBLE", msg: "m" }));
+    expect(noFs.health).toEqual([{ status: "INACCESSIBLE", reason: "Reason0", message: "m0" }]);
+    expect(noFs.events).toBeUndefined();
+    expect(sdk.healthProbe(doc({})).health).toBeUndefined();
+  });
+
+  it("keeps at most 256 entries and 256 events, and stays under the output limit by cutting messages", () => {
+    const r = sdk.healthProbe(doc({ n: "400", e: "300", status: "DEGRADED", msg: "x".repeat(3000) }));
+    expect(r.health).toHaveLength(256);
+    expect(r.health[0].message.length).toBeLessThanOrEqual(1024);
+    const raw = JSON.stringify(r);
+    expect(Buffer.byteLength(raw)).toBeLessThanOrEqual(64 * 1024);
+    // Short entries keep every event and full messages.
+    const small = sdk.healthProbe(doc({ n: "3", e: "300", status: "DEGRADED", msg: "short" }));
+    expect(small.events).toHaveLength(256);
+    expect(small.health[2].message).toBe("short2");
+  });
+});

@@ -7,21 +7,41 @@
 
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { noSuchParam } from "./fake-lustre.js";
 
 const KEY = /^[a-z0-9_]{1,64}$/;
 // setTimeout clamps anything above 2^31-1 ms to 1 ms; sleep in slices instead.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** `net show -v` → "net_show", `ping 10.0.0.1@tcp` → "ping", `list_nids` → "list_nids". */
+/**
+ * `net show -v` → "net_show", `net show -v 3` → "net_show_health" (falls back
+ * to net_show's files), `ping 10.0.0.1@tcp` → "ping", `list_nids` → "list_nids",
+ * `get_param osc.*.import mdc.*.import mgc.*.import` → "imports",
+ * `get_param osc.*.state mdc.*.state` → "import_states",
+ * `get_param -n health_check` → "health_check", `lfs getname` → "getname".
+ */
 export function commandKey(tool, args) {
   const words = args.filter((a) => !a.startsWith("-"));
   if (words.length === 0) return null;
   if (tool === "lnetctl") {
     if (words[0] === "ping") return "ping";
+    const v = args.indexOf("-v");
+    if (words[0] === "net" && words[1] === "show" && v >= 0 && Number(args[v + 1]) >= 2) return "net_show_health";
     return words.slice(0, 2).join("_");
+  }
+  if (tool === "lctl" && words[0] === "get_param" && words.length > 1) {
+    const params = words.slice(1);
+    if (params.length === 1 && params[0] === "health_check") return "health_check";
+    if (params.every((p) => p.endsWith(".import"))) return "imports";
+    if (params.every((p) => p.endsWith(".state"))) return "import_states";
+    return "get_param";
   }
   return words[0];
 }
+
+/** A key with no files of its own answers from this one's (one `net_show.out` serves both verbosities). */
+const FALLBACK_KEY = { net_show_health: "net_show" };
+const KEY_FILES = ["out", "err", "exit", "delay_ms"];
 
 function readOptional(dir, file) {
   try {
@@ -51,8 +71,13 @@ function sleep(ms) {
   });
 }
 
-/** What real tools print when LNet is not loaded or not configured. */
+/** What real tools print when LNet is not loaded or not configured (or, for get_param, no Lustre is mounted). */
 function notConfigured(tool, key, args) {
+  if (tool === "lctl" && args.includes("get_param")) {
+    const params = args.filter((a) => !a.startsWith("-") && a !== "get_param");
+    return { stderr: params.map(noSuchParam).join("") };
+  }
+  if (tool === "lfs") return { stderr: "" };
   if (tool === "lctl") {
     return {
       stderr:
@@ -94,7 +119,8 @@ export async function runFakeTool(tool, args) {
     process.exitCode = 1;
     return;
   }
-  const key = commandKey(tool, args);
+  let key = commandKey(tool, args);
+  if (key !== null && FALLBACK_KEY[key] && !KEY_FILES.some((s) => readOptional(dir, `${key}.${s}`) !== null)) key = FALLBACK_KEY[key];
   if (key === null || !KEY.test(key)) {
     process.stderr.write(`fake ${tool}: unsupported command: ${args.join(" ")}\n`);
     process.exitCode = 1;

@@ -1,6 +1,11 @@
 import type { SourceResult } from "./sources/index.js";
 
-/** The check input's `round` (plugins/ABI.md): integer epoch seconds; previousEpoch 0 on a plugin's first round. */
+/**
+ * When the evaluation round started and when the previous one that ran this
+ * plugin did (0: none), in whole epoch seconds. Data, not a clock: plugins
+ * compare it with timestamps in their sources (an import's state_history) and
+ * stay deterministic; fixtures set it.
+ */
 export interface RoundInfo {
   epoch: number;
   previousEpoch: number;
@@ -14,23 +19,35 @@ export function buildCheckInput(
   nowMs: number,
   /** The plugin's validated configuration; absent for plugins that declare none. */
   config?: Readonly<Record<string, unknown>>,
-  /** When the round started and when the previous round ran this plugin (epoch seconds; data, not a clock). */
-  round?: Readonly<RoundInfo>,
+  /** Absent: the document has no `round` (plugins then see epoch 0). */
+  round?: RoundInfo,
 ): string {
-  const out: Record<string, unknown> = {};
-  for (const [name, r] of sources) {
-    out[name] = {
-      ok: r.ok,
-      exitCode: r.exitCode,
-      stdout: r.stdout,
-      stderr: r.stderr,
-      error: r.error,
-      truncated: r.truncated,
-      ageMs: Math.max(0, Math.round(nowMs - r.fetchedAtMs)),
-    };
+  // Keyed like an object literal: a repeated name keeps its first place and its last value.
+  const byName = new Map<string, SourceResult>();
+  for (const [name, r] of sources) byName.set(name, r);
+  const parts: string[] = [];
+  for (const [name, r] of byName) {
+    parts.push(`${JSON.stringify(name)}:${encodedResult(r)},"ageMs":${Math.max(0, Math.round(nowMs - r.fetchedAtMs))}}`);
   }
-  const doc: Record<string, unknown> = { mode, sources: out, facts };
-  if (config !== undefined) doc.config = config;
-  if (round !== undefined) doc.round = { epoch: round.epoch, previousEpoch: round.previousEpoch };
-  return JSON.stringify(doc);
+  let doc = `{"mode":${JSON.stringify(mode)},"sources":{${parts.join(",")}},"facts":${JSON.stringify(facts)}`;
+  if (config !== undefined) doc += `,"config":${JSON.stringify(config)}`;
+  if (round !== undefined) {
+    doc += `,"round":{"epoch":${Math.max(0, Math.trunc(round.epoch))},"previousEpoch":${Math.max(0, Math.trunc(round.previousEpoch))}}`;
+  }
+  return `${doc}}`;
+}
+
+/**
+ * A source result's JSON without its closing brace (ageMs follows). Results
+ * are frozen and shared for their TTL, so one lctl output read by a storage
+ * check and by the volume check of every volume in a round is escaped once.
+ */
+const encoded = new WeakMap<SourceResult, string>();
+function encodedResult(r: SourceResult): string {
+  let text = encoded.get(r);
+  if (text === undefined) {
+    text = JSON.stringify({ ok: r.ok, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, error: r.error, truncated: r.truncated }).slice(0, -1);
+    if (Object.isFrozen(r)) encoded.set(r, text);
+  }
+  return text;
 }

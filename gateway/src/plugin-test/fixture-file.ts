@@ -22,6 +22,8 @@ export interface FixtureCase {
   sources: Map<string, SavedOutput>;
   /** Source name → line of its key, for problems found later (e.g. an impossible fault). */
   sourceLines: Map<string, number>;
+  /** `round: {epoch, previousEpoch}`; absent: a first round starting now. */
+  round?: { epoch: number; previousEpoch: number };
   expect: Expectation;
 }
 
@@ -32,6 +34,13 @@ export interface Expectation {
   message?: string;
   /** A subset of the facts. */
   facts?: Record<string, string>;
+  /**
+   * Storage and volume plugins: exactly these health entries, in this order
+   * (`[]`: none); `message` is a substring, `fs` exact when given.
+   */
+  health?: Array<{ status: string; reason: string; message?: string; fs?: string }>;
+  /** Exactly these events, in this order; fields given are compared exactly. */
+  events?: Array<{ reason: string; fs?: string; target?: string; at?: number }>;
 }
 
 export class FixtureError extends Error {}
@@ -51,8 +60,11 @@ const sourceSchema = z
   .refine((s) => !(s.stdout !== undefined && s.stdoutFile !== undefined), { message: "give stdout or stdoutFile, not both" })
   .refine((s) => !(s.stderr !== undefined && s.stderrFile !== undefined), { message: "give stderr or stderrFile, not both" });
 
+const epochSeconds = z.number().int().min(0).max(2 ** 53 - 1);
+
 const caseSchema = z.strictObject({
   name: z.string().min(1).optional(),
+  round: z.strictObject({ epoch: epochSeconds, previousEpoch: epochSeconds.default(0) }).optional(),
   mode: z.enum(["node", "controller"]).optional(),
   facts: factMap.optional(),
   config: z.record(z.string(), z.unknown(), { error: "must be a map of the plugin's configuration keys" }).optional(),
@@ -63,6 +75,14 @@ const caseSchema = z.strictObject({
     reason: z.string().min(1).optional(),
     message: scalar.optional(),
     facts: factMap.optional(),
+    health: z
+      .array(z.strictObject({ status: z.string().min(1), reason: z.string().min(1), message: scalar.optional(), fs: z.string().optional() }))
+      .nullish()
+      .transform((h) => (h === null ? [] : h)),
+    events: z
+      .array(z.strictObject({ reason: z.string().min(1), fs: z.string().optional(), target: z.string().optional(), at: z.number().int().optional() }))
+      .nullish()
+      .transform((e) => (e === null ? [] : e)),
   }),
 });
 
@@ -108,6 +128,8 @@ export async function parseFixture(text: string, file: string): Promise<FixtureC
   if (c.expect.reason !== undefined) expect.reason = c.expect.reason;
   if (c.expect.message !== undefined) expect.message = c.expect.message;
   if (c.expect.facts !== undefined) expect.facts = c.expect.facts;
+  if (c.expect.health !== undefined) expect.health = c.expect.health;
+  if (c.expect.events !== undefined) expect.events = c.expect.events;
   return {
     file,
     name: c.name ?? basename(file).replace(/\.ya?ml$/, ""),
@@ -116,6 +138,7 @@ export async function parseFixture(text: string, file: string): Promise<FixtureC
     ...(c.config !== undefined ? { config: c.config, configLine: lineOfKey(doc, lc, [], "config") } : {}),
     sources,
     sourceLines,
+    ...(c.round !== undefined ? { round: c.round } : {}),
     expect,
   };
 }
@@ -175,8 +198,11 @@ function describeIssue(file: string, doc: Document, lc: LineCounter, issue: z.co
 }
 
 function knownKeys(path: ReadonlyArray<string | number>): string {
-  if (path.length === 0) return "known: name, mode, facts, config, sources, expect";
-  if (path[0] === "expect") return "known: status, reason, message, facts";
+  if (path.length === 0) return "known: name, mode, facts, config, round, sources, expect";
+  if (path[0] === "round") return "known: epoch, previousEpoch";
+  if (path[0] === "expect" && path[1] === "health") return "known: status, reason, message, fs";
+  if (path[0] === "expect" && path[1] === "events") return "known: reason, fs, target, at";
+  if (path[0] === "expect") return "known: status, reason, message, facts, health, events";
   if (path[0] === "sources") return "known: stdout, stdoutFile, stderr, stderrFile, exitCode, fault";
   return "not allowed here";
 }

@@ -35,6 +35,47 @@ export function compareVerdict(e: Expectation, v: Verdict): Row[] {
     const got = Object.hasOwn(v.facts, k) ? v.facts[k]! : "(absent)";
     rows.push({ field: `facts.${k}`, expected: want, actual: got, ok: Object.hasOwn(v.facts, k) && got === want });
   }
+  if (e.health !== undefined) {
+    const got = v.health ?? [];
+    const n = Math.max(e.health.length, got.length);
+    if (n === 0) rows.push({ field: "health", expected: "(none)", actual: "(none)", ok: true });
+    for (let i = 0; i < n; i++) {
+      const want = e.health[i];
+      const have = got[i];
+      const ok =
+        want !== undefined &&
+        have !== undefined &&
+        want.status === have.status &&
+        want.reason === have.reason &&
+        (want.message === undefined || have.message.includes(want.message)) &&
+        (want.fs === undefined || want.fs === have.fs);
+      rows.push({
+        field: `health[${i}]`,
+        expected: want ? `${want.status} ${want.reason}${want.fs !== undefined ? ` fs=${want.fs}` : ""}${want.message !== undefined ? ` …${want.message}…` : ""}` : "(none)",
+        actual: have ? `${have.status} ${have.reason}${have.fs !== undefined ? ` fs=${have.fs}` : ""} ${have.message}` : "(none)",
+        ok,
+      });
+    }
+  }
+  if (e.events !== undefined) {
+    const got = v.events ?? [];
+    const n = Math.max(e.events.length, got.length);
+    if (n === 0) rows.push({ field: "events", expected: "(none)", actual: "(none)", ok: true });
+    for (let i = 0; i < n; i++) {
+      const want = e.events[i];
+      const have = got[i];
+      const ok =
+        want !== undefined &&
+        have !== undefined &&
+        want.reason === have.reason &&
+        (want.fs === undefined || want.fs === have.fs) &&
+        (want.target === undefined || want.target === have.target) &&
+        (want.at === undefined || want.at === have.at);
+      const show = (x: { reason: string; fs?: string; target?: string; at?: number } | undefined) =>
+        x ? [x.reason, x.fs !== undefined ? `fs=${x.fs}` : "", x.target !== undefined ? `target=${x.target}` : "", x.at !== undefined ? `at=${x.at}` : ""].filter(Boolean).join(" ") : "(none)";
+      rows.push({ field: `events[${i}]`, expected: show(want), actual: show(have), ok });
+    }
+  }
   return rows;
 }
 

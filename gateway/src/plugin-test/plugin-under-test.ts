@@ -2,13 +2,23 @@
 // sandbox, same input builder, same source replay), run against test cases.
 // `plugin test` uses it for a single run from flags and for fixture files.
 
-import { buildCheckInput } from "../engine/check-input.js";
+import { buildCheckInput, type RoundInfo } from "../engine/check-input.js";
 import type { SavedOutput, SourceCatalog, SourceResult } from "../engine/sources/index.js";
+import { replayOutput, replayProblem } from "../engine/sources/replay.js";
 import { callCheck, type CheckOutcome } from "../runtime/check-call.js";
+import { applyHealthFamily } from "../runtime/health-output.js";
 import { loadPlugin } from "../runtime/loader.js";
 import { Sandbox } from "../runtime/sandbox.js";
 import { configDefaults } from "../runtime/schema.js";
-import type { LoadedPlugin, PluginManifest, PluginRefusal } from "../runtime/types.js";
+import type { HealthOutputEntry, HealthOutputEvent, LoadedPlugin, PluginManifest, PluginRefusal } from "../runtime/types.js";
+
+/**
+ * Sources the engine composes itself rather than the catalog (the HOST's
+ * statfs prober implements `volume.statfs`): known here so fixtures of volume
+ * plugins can give them; replayed as generated output (they cannot fail).
+ */
+const HOST_SOURCES = new Set(["volume.statfs"]);
+const HOST_SOURCE_CAP = 1024 * 1024;
 
 export interface CaseSpec {
   mode: "node" | "controller";
@@ -16,6 +26,8 @@ export interface CaseSpec {
   sources: ReadonlyMap<string, SavedOutput>;
   /** The plugin's configuration, checked against its declaration as the gateway checks NAME.yaml. */
   config?: Record<string, unknown>;
+  /** The round the case runs in; absent: a first round starting now (previousEpoch 0), as on a fresh gateway. */
+  round?: RoundInfo;
 }
 
 /** What the gateway would report for the case: a fault is a `fail` condition with the fault as reason. */
@@ -24,6 +36,9 @@ export interface Verdict {
   reason: string;
   message: string;
   facts: Record<string, string>;
+  /** Storage and volume plugins: the health entries and events as the plugin returned them. */
+  health?: HealthOutputEntry[];
+  events?: HealthOutputEvent[];
 }
 
 export type CaseResult =
@@ -52,7 +67,7 @@ export class PluginUnderTest {
     // gathered between the start and the end of run() belong to that call.
     let sink: ((m: string) => void) | null = null;
     const sandbox = new Sandbox({ timeoutMs, onTrace: (_label, m) => sink?.(m) });
-    const r = await loadPlugin(bytes, file, { sandbox, timeoutMs, isKnownSource: (n) => catalog.has(n) });
+    const r = await loadPlugin(bytes, file, { sandbox, timeoutMs, isKnownSource: (n) => catalog.has(n) || HOST_SOURCES.has(n) });
     if (!r.ok) {
       await sandbox.close();
       return { plugin: null, refusal: r.refusal };
@@ -80,7 +95,9 @@ export class PluginUnderTest {
       return { ok: false, problem: `${m.name} declares modes ${m.modes.join(", ")}; the gateway never runs it in mode ${c.mode}` };
     }
     for (const name of c.sources.keys()) {
-      if (!this.catalog.has(name)) return { ok: false, problem: `unknown source ${name} (known: ${this.catalog.names().join(", ")})` };
+      if (!this.catalog.has(name) && !HOST_SOURCES.has(name)) {
+        return { ok: false, problem: `unknown source ${name} (known: ${[...this.catalog.names(), ...HOST_SOURCES].join(", ")})` };
+      }
     }
     const notes: string[] = [];
     const now = Date.now();
@@ -92,7 +109,7 @@ export class PluginUnderTest {
         sources.push([name, { ok: false, exitCode: null, stdout: "", stderr: "", error: `no saved output for ${name}`, truncated: false, fetchedAtMs: now }]);
         continue;
       }
-      const r = await this.catalog.replay(name, saved, c.facts);
+      const r = this.catalog.has(name) ? await this.catalog.replay(name, saved, c.facts) : replayHostSource(name, saved, now);
       if ("problem" in r) return { ok: false, problem: r.problem };
       if (!r.ok && r.error?.startsWith("fact ")) notes.push(`${name}: ${r.error}, so the gateway does not run it`);
       sources.push([name, { ...r, fetchedAtMs: now }]);
@@ -102,9 +119,14 @@ export class PluginUnderTest {
     }
     const config = await this.configFor(c);
     if (!config.ok) return { ok: false, problem: config.problem };
-    const input = buildCheckInput(c.mode, sources, c.facts, now, config.value);
+    const round = c.round ?? { epoch: Math.floor(now / 1000), previousEpoch: 0 };
+    const input = buildCheckInput(c.mode, sources, c.facts, now, config.value, round);
     this.traces = [];
-    const outcome = await callCheck(this.sandbox, this.plugin, input, this.timeoutMs);
+    let outcome = await callCheck(this.sandbox, this.plugin, input, this.timeoutMs);
+    if (outcome.kind === "verdict") {
+      const kept = applyHealthFamily(m.probe, outcome.output);
+      outcome = kept.ok ? { ...outcome, output: kept.output } : { kind: "fault", reason: "PluginBadOutput", message: kept.message, durationMs: outcome.durationMs };
+    }
     const traces = this.traces;
     this.traces = [];
     const verdict: Verdict =
@@ -127,4 +149,12 @@ export class PluginUnderTest {
   async close(): Promise<void> {
     await this.sandbox.close();
   }
+}
+
+function replayHostSource(name: string, saved: SavedOutput, now: number): SourceResult | { problem: string } {
+  const shape = { kind: "generated", maxOutputBytes: HOST_SOURCE_CAP } as const;
+  const problem = replayProblem(shape, saved);
+  if (problem) return { problem: `${name}: ${problem}` };
+  const { outcome: _outcome, ...rest } = replayOutput(shape, saved);
+  return { ...rest, fetchedAtMs: now };
 }

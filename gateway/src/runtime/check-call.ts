@@ -1,5 +1,5 @@
 import type { Sandbox } from "./sandbox.js";
-import { healthFamilyProblem } from "./health-family.js";
+import { applyHealthFamily } from "./health-output.js";
 import { parseCheckOutput } from "./schema.js";
 import type { CheckOutput, FaultReason, LoadedPlugin } from "./types.js";
 
@@ -13,8 +13,10 @@ export async function callCheck(sandbox: Sandbox, p: LoadedPlugin, input: string
   if (!r.ok) return { kind: "fault", reason: r.reason, message: r.message, durationMs: r.durationMs };
   const parsed = parseCheckOutput(r.output);
   if (!parsed.ok) return { kind: "fault", reason: "PluginBadOutput", message: parsed.message, durationMs: r.durationMs };
-  const problem = healthFamilyProblem(p.manifest.probe, parsed.output);
-  return problem
-    ? { kind: "fault", reason: "PluginBadOutput", message: problem, durationMs: r.durationMs }
-    : { kind: "verdict", output: parsed.output, durationMs: r.durationMs };
+  // The wrong family's status is bad output (counted towards quarantine like any);
+  // a readiness or liveness plugin's health and events are dropped.
+  const family = applyHealthFamily(p.manifest.probe, parsed.output);
+  return family.ok
+    ? { kind: "verdict", output: family.output, durationMs: r.durationMs }
+    : { kind: "fault", reason: "PluginBadOutput", message: family.message, durationMs: r.durationMs };
 }

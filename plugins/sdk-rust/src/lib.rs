@@ -65,3 +65,29 @@ macro_rules! export_plugin {
         }
     };
 }
+
+// Storage and volume health checks (appended: plain plugins' modules are unchanged).
+pub mod health;
+
+/// `export_plugin!` for a health check: `check(&Input, health::Round) -> health::Health`.
+#[macro_export]
+macro_rules! export_health_plugin {
+    ($manifest:path, $check:path) => {
+        #[no_mangle]
+        pub extern "C" fn pg_manifest() -> u64 {
+            $crate::abi::emit($manifest().to_json())
+        }
+        #[no_mangle]
+        pub extern "C" fn pg_check(ptr: *const u8, len: usize) -> u64 {
+            $crate::health::run_check(ptr, len, $check)
+        }
+        #[no_mangle]
+        pub extern "C" fn pg_alloc(len: usize) -> *mut u8 {
+            $crate::abi::alloc_input(len)
+        }
+        #[no_mangle]
+        pub extern "C" fn pg_reset() {
+            $crate::abi::reset()
+        }
+    };
+}

@@ -1,7 +1,7 @@
 // Test-only module exposing SDK pieces to vitest; never shipped as a plugin.
 import {
   collectExcept, humanList, joinStrings, textIs, isIPv6, isValidIfName, isValidNid, jsonString, parseJson, parseYaml, splitLines, stringify,
-  slice, UniqueList, openSource,
+  slice, UniqueList, openSource, CheckInput, Result, respond,
 } from "../../sdk";
 import {
   copyUntilUnit, countUnit, countUnitPair, findJsonSpecial, findUnit, hasBinaryUnit, hasNonBlankUnit, skipUnit,
@@ -130,4 +130,20 @@ export function parseNetShowInput(input: string): i32 {
   }
   collectExcept("");
   return nodes;
+}
+
+/**
+ * Round and health through the SDK: echoes input.roundEpoch/previousEpoch in
+ * the message and adds fact `n` health entries (status fact `status`, message
+ * fact `msg` + index, fs fact `fs`) and fact `e` events (at = index, or -1
+ * for index 0).
+ */
+export function healthProbe(json: string): string {
+  const input = CheckInput.parse(json);
+  const r = Result.warn("Probe", input.roundEpoch.toString() + "/" + input.previousEpoch.toString());
+  const n = I32.parseInt(input.fact("n").length > 0 ? input.fact("n") : "0");
+  const e = I32.parseInt(input.fact("e").length > 0 ? input.fact("e") : "0");
+  for (let i = 0; i < n; i++) r.health(input.fact("status"), "Reason" + i.toString(), input.fact("msg") + i.toString(), input.fact("fs"));
+  for (let i = 0; i < e; i++) r.event("Evicted", "fs" + i.toString(), "fs-OST" + i.toString(), i == 0 ? -1 : <i64>i);
+  return respond(r);
 }

@@ -87,6 +87,8 @@ class HealthEvaluator implements StorageHealth {
   private readonly listeners = new Set<(c: HealthChange) => void>();
   private readonly rounds: SingleFlight;
   private readonly pendingOne = new Set<string>();
+  private readonly queue: string[] = [];
+  private workers = 0;
   private roundNo = 0;
   /** While the round itself adds volumes (rediscovery), it evaluates them too: no separate run. */
   private inRound = false;
@@ -192,19 +194,33 @@ class HealthEvaluator implements StorageHealth {
     if (changed.length > 0) this.notify({ storage: false, volumes: changed });
   }
 
-  /** A volume seen for the first time (or with a new path) is evaluated at once, in the background. */
+  /**
+   * A volume seen for the first time (or with a new path) is evaluated at
+   * once, in the background, by at most volumeConcurrency workers: a burst of
+   * requests queues (bounded by the registry) instead of starting a statfs
+   * and a plugin run per request at the same moment.
+   */
   private evaluateSoon(id: string): void {
     if (this.stopped || this.inRound || this.pendingOne.has(id)) return;
     this.pendingOne.add(id);
-    const run = async () => {
+    this.queue.push(id);
+    if (this.workers >= Math.max(1, this.opts.volumeConcurrency ?? 8)) return;
+    this.workers++;
+    const work = async () => {
       // Let the call that added it return first.
       await new Promise((r) => setImmediate(r));
-      this.pendingOne.delete(id);
-      const v = this.book.get(id);
-      if (!v || this.stopped) return;
-      if (await this.evaluate(v, this.plugins("volume"))) this.notify({ storage: false, volumes: [id] });
+      try {
+        for (let next = this.queue.shift(); next !== undefined && !this.stopped; next = this.queue.shift()) {
+          this.pendingOne.delete(next);
+          const v = this.book.get(next);
+          if (!v) continue;
+          if (await this.evaluate(v, this.plugins("volume"))) this.notify({ storage: false, volumes: [next] });
+        }
+      } finally {
+        this.workers--;
+      }
     };
-    void this.track(run().catch((err) => this.log.error({ err: (err as Error).message }, "volume health evaluation failed")));
+    void this.track(work().catch((err) => this.log.error({ err: (err as Error).message }, "volume health evaluation failed")));
   }
 
   /** Runs every volume plugin for one volume; returns whether its entries changed. */

@@ -91,6 +91,8 @@ export interface SourceCatalogOptions {
   statfsBoundMs?: number;
   /** volume.statfs: probes outstanding at once, hung ones included. Default 64. */
   statfsMaxOutstanding?: number;
+  /** volume.statfs: a path that answered is probed again after this long. Default 30 s. */
+  statfsIntervalMs?: number;
 }
 
 /**
@@ -98,8 +100,10 @@ export interface SourceCatalogOptions {
  * a target down (lazystatfs fails fast); 5 s is far past that and well under
  * the kubelet's one-minute health cadence. 64 outstanding probes covers a hung
  * statfs on every volume of a busy node, and bounds the processes a hang keeps.
+ * A healthy path is probed every 30 s (half the kubelet's cadence): a new hang
+ * shows within 35 s, and 8 volumes cost a process start every ~4 s, not 8 every round.
  */
-export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000 });
+export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000, intervalMs: 30_000 });
 
 /** A --sources file edit that was refused (the last good set stays); shown as a `[!]` line. */
 export interface SourcesProblem {
@@ -131,8 +135,22 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
   "kernel.modules_dep",
   "modprobe.lnet_options",
   "mount_lustre.version",
+  "lctl.imports",
+  "lctl.import_states",
+  "lfs.getname",
+  "lustre.health_check",
+  "lnetctl.net_show_health",
   "volume.statfs",
 ]);
+
+/**
+ * `lctl get_param {osc,mdc,mgc}.*.import` prints 1.5–2 KiB per target (the
+ * connect flags alone are ~400 bytes), so a client of a 1,000-OST file system
+ * prints ~2 MiB: past the 1 MiB that bounds LNet outputs. 4 MiB covers ~2,000
+ * targets over all mounts; more is cut and the plugin reports it cannot tell
+ * (fail closed), never that it saw the imports healthy.
+ */
+export const LUSTRE_IMPORTS_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * The presence check of mount.lustre runs a process; its answer only changes
@@ -177,6 +195,33 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
       ctx,
     ),
+    // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
+    // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
+    // cache); globs are lctl's own, never a shell's.
+    commandSource(
+      {
+        name: "lctl.imports",
+        argv: ["lctl", "get_param", "osc.*.import", "mdc.*.import", "mgc.*.import"],
+        label: "lctl get_param *.import",
+        ...cmd,
+        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
+      },
+      ctx,
+    ),
+    commandSource(
+      {
+        name: "lctl.import_states",
+        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state"],
+        label: "lctl get_param *.state",
+        ...cmd,
+        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
+      },
+      ctx,
+    ),
+    commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd }, ctx),
+    commandSource({ name: "lustre.health_check", argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
+    // Verbosity 3 is the lowest that prints every NI's `health stats` (`health value`) in 2.12–2.17.
+    commandSource({ name: "lnetctl.net_show_health", argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
     ...(ctx.statfs ? [statfsSource("volume.statfs", ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes)] : []),
   ];
 }
@@ -219,6 +264,7 @@ export class SourceCatalog {
     ctx.statfs = new StatfsProber({
       boundMs: opts.statfsBoundMs ?? STATFS_DEFAULTS.boundMs,
       maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
+      intervalMs: opts.statfsIntervalMs ?? STATFS_DEFAULTS.intervalMs,
       env: ctx.env,
       prefix: async () => {
         if (!namespace) return { ok: true, argv: ctx.commandPrefix };

@@ -27,6 +27,13 @@ export type StatfsResult =
 export interface StatfsProberOptions {
   /** After this long a probe is reported hung (and kept). */
   boundMs: number;
+  /**
+   * A path that answered is probed again only after this long (its answer is
+   * reused until then). A process start costs the gateway a millisecond or
+   * two of CPU: per volume every round, that would be most of a round's cost.
+   * Failures are not reused, and a hang is reported from the probe itself.
+   */
+  intervalMs: number;
   /** Probes outstanding at once, hung ones included. */
   maxOutstanding: number;
   /** The argv prefix to run under (command prefix, or nsenter into the namespace found now). */
@@ -74,6 +81,9 @@ export function formatStatfsLine(path: string, r: StatfsResult): string {
 
 const OUTPUT_CAP = 4096;
 
+/** Remembered answers beyond this many paths are pruned (the stale first). */
+const MAX_REMEMBERED = 4096;
+
 interface Probe {
   child: ChildProcess | undefined;
   startedAt: number;
@@ -84,6 +94,8 @@ export class StatfsProber {
   private readonly outstanding = new Map<string, Probe>();
   private stopped = false;
   private parsed: { text: string; entries: MountEntry[] } = { text: "", entries: [] };
+  /** The last successful answer per path and when it came (performance.now()). */
+  private readonly answers = new Map<string, { result: StatfsResult & { kind: "ok" }; at: number }>();
 
   constructor(private readonly opts: StatfsProberOptions) {}
 
@@ -96,6 +108,8 @@ export class StatfsProber {
   async probe(path: string): Promise<StatfsResult> {
     let p = this.outstanding.get(path);
     if (!p) {
+      const last = this.answers.get(path);
+      if (last && performance.now() - last.at < this.opts.intervalMs) return { ...last.result, access: await this.access(path) };
       if (this.stopped) return { kind: "error", code: "ECANCELED" };
       if (this.outstanding.size >= this.opts.maxOutstanding) return { kind: "error", code: "EAGAIN" };
       p = this.start(path);
@@ -124,6 +138,15 @@ export class StatfsProber {
     clearTimeout(timer);
   }
 
+  private remember(path: string, result: StatfsResult & { kind: "ok" }): void {
+    const now = performance.now();
+    if (!this.answers.has(path) && this.answers.size >= MAX_REMEMBERED) {
+      for (const [k, v] of this.answers) if (now - v.at >= this.opts.intervalMs) this.answers.delete(k);
+      if (this.answers.size >= MAX_REMEMBERED) this.answers.delete(this.answers.keys().next().value!);
+    }
+    this.answers.set(path, { result, at: now });
+  }
+
   private async access(path: string): Promise<"ro" | "rw"> {
     const text = await this.opts.mountTable().catch(() => undefined);
     if (text === undefined) return "rw";
@@ -137,6 +160,8 @@ export class StatfsProber {
     const probe: Probe = { child: undefined, startedAt: performance.now(), done: Promise.resolve({ kind: "error", code: "EIO" }) };
     probe.done = this.run(path, probe).then((r) => {
       if (this.outstanding.get(path) === probe) this.outstanding.delete(path);
+      if (r.kind === "ok") this.remember(path, r);
+      else this.answers.delete(path);
       this.opts.onChange?.(this.outstanding.size);
       return r;
     });

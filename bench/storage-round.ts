@@ -1,0 +1,174 @@
+// Quick bench (not part of `npm run bench`): the gateway CPU one background
+// volume-health round costs, with N volumes each evaluated by a volume check
+// that reads volume.statfs (the real coreutils `stat -f` in a child process,
+// on local directories). Run: npm run ts:build && node dist/bench/storage-round.js [N...]
+// The storage checks' parsing cost (lctl output, OST counts) belongs to the
+// engine round and is measured with the Lustre plugins (bench rows of the report).
+// Rounds are 1.1 s apart: within the statfs interval (30 s) a healthy path's
+// answer is reused, so the default run gives the steady cost; with
+// STATFS_INTERVAL_MS=0 every round probes every path (what a probe costs).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { CheckEngine } from "../gateway/src/engine/engine.js";
+import { createStorageHealth } from "../gateway/src/engine/health/index.js";
+import { SourceCatalog } from "../gateway/src/engine/sources/index.js";
+import { Metrics } from "../gateway/src/observability/metrics.js";
+import { PluginRuntime } from "../gateway/src/runtime/runtime.js";
+
+const PLUGIN = `
+export function manifest(): string {
+  return '{"abi":1,"name":"vol-statfs","version":"1.0.0","description":"bench","sources":["volume.statfs","proc.mounts"],"modes":["node"],"probe":"volume","severity":"required"}';
+}
+export function check(input: string): string {
+  if (input.includes(" hung ")) return '{"status":"fail","reason":"MountHung","message":"hung","facts":{},"health":[{"status":"INACCESSIBLE","reason":"MountHung","message":"hung"}]}';
+  if (!input.includes(" ok ")) return '{"status":"fail","reason":"StatfsFailed","message":"statfs","facts":{},"health":[{"status":"INACCESSIBLE","reason":"StatfsFailed","message":"statfs"}]}';
+  return '{"status":"pass","reason":"Ok","message":"ok","facts":{}}';
+}
+`;
+
+/**
+ * The compiler is not loaded in the measuring process: its heap would make
+ * every fork (the statfs children) look far dearer than in a gateway.
+ */
+async function main(): Promise<void> {
+  if (!process.env.BENCH_WASM) {
+    const asc = (await import("assemblyscript/asc")).default;
+    const source = process.env.NO_STATFS ? PLUGIN.replace('"volume.statfs",', "") : PLUGIN;
+    const compiled = await asc.compileString({ "plugin.ts": source }, { exportRuntime: true, optimizeLevel: 3, runtime: "incremental" } as Parameters<typeof asc.compileString>[1]);
+    if (!compiled.binary) throw new Error(String(compiled.stderr));
+    const file = join(mkdtempSync(join(tmpdir(), "probegate-bench-wasm-")), "vol-statfs.wasm");
+    writeFileSync(file, compiled.binary);
+    const { spawnSync } = await import("node:child_process");
+    spawnSync(process.execPath, process.argv.slice(1), { stdio: "inherit", env: { ...process.env, BENCH_WASM: file } });
+    rmSync(join(file, ".."), { recursive: true, force: true });
+    return;
+  }
+  const binary = readFileSync(process.env.BENCH_WASM);
+  if (process.argv.includes("--lustre")) return lustreRounds(process.argv.slice(2).map(Number).filter((n) => n > 0));
+  const counts = process.argv.slice(2).map(Number).filter((n) => n > 0);
+  const logger = pino({ level: "silent" });
+  for (const n of counts.length ? counts : [1, 8, 64]) {
+    const root = mkdtempSync(join(tmpdir(), "probegate-bench-storage-"));
+    const procfs = join(root, "proc");
+    mkdirSync(join(procfs, "1"), { recursive: true });
+    const plugins = join(root, "plugins");
+    mkdirSync(plugins);
+    writeFileSync(join(plugins, "vol-statfs.wasm"), binary);
+    let mounts = "";
+    for (let i = 0; i < n; i++) {
+      const p = join(root, "vols", `v${i}`);
+      mkdirSync(p, { recursive: true });
+      mounts += `10.0.0.1@tcp:/fs1 ${p} lustre rw,flock 0 0\n`;
+    }
+    writeFileSync(join(procfs, "1", "mounts"), mounts);
+    // STATFS_INTERVAL_MS=0 probes every path every round (the cost of one probe per volume).
+    const interval = process.env.STATFS_INTERVAL_MS;
+    const catalog = await SourceCatalog.create({ procfs, sysfs: root, logger, ...(interval ? { statfsIntervalMs: Number(interval) } : {}) });
+    const metrics = new Metrics({ processMetrics: false });
+    const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger });
+    const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
+    const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger, metrics, maxVolumes: 1024 });
+    await engine.start();
+    for (let i = 0; i < n; i++) health.registry.remember({ volumeId: `v${i}`, targetPath: join(root, "vols", `v${i}`), origin: "publish" });
+    // Warm up (JIT, the sandbox), then measure rounds past the statfs cache's second.
+    for (let i = 0; i < 3; i++) await health.refreshVolumes();
+    const rounds = 10;
+    let cpuUs = 0;
+    let wallMs = 0;
+    for (let i = 0; i < rounds; i++) {
+      await new Promise((r) => setTimeout(r, 1100));
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      await health.refreshVolumes();
+      wallMs += performance.now() - t0;
+      const c = process.cpuUsage(c0);
+      cpuUs += c.user + c.system;
+    }
+    const bad = health.view.volumes().filter((v) => (v.entries?.length ?? 1) > 0).length;
+    console.log(JSON.stringify({ volumes: n, cpuMsPerRound: +(cpuUs / rounds / 1000).toFixed(2), wallMsPerRound: +(wallMs / rounds).toFixed(1), volumesWithEntries: bad }));
+    await health.stop();
+    await engine.stop();
+    await catalog.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * --lustre: whole rounds (engine round with the bundled lustre-imports storage
+ * check, then the volume round with volume-lustre-health) on a fake client
+ * whose N mounts of one file system each hold 1 MDT and 64 OSTs (N×65 imports),
+ * the demo's fake lctl/lfs and a fake stat; rounds 2.1 s apart so the lctl
+ * outputs are read anew each round (the command cache lives 2 s), as at the
+ * default 5 s interval. statfs answers are reused (30 s) as on a node.
+ */
+async function lustreRounds(counts: number[]): Promise<void> {
+  const { demoBinDir } = await import("../gateway/src/engine/sources/demo.js");
+  const fake = (await import(join(demoBinDir(), "..", "lib", "fake-lustre.js"))) as {
+    renderImports(d: object): string;
+    renderStates(d: object): string;
+    renderGetname(d: object): string;
+  };
+  const logger = pino({ level: "silent" });
+  for (const n of counts.length ? counts : [1, 8]) {
+    const root = mkdtempSync(join(tmpdir(), "probegate-bench-lustre-"));
+    const procfs = join(root, "proc");
+    mkdirSync(join(procfs, "1"), { recursive: true });
+    const bin = join(root, "bin");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "stat"), "#!/bin/sh\necho bd00bd0\n", { mode: 0o755 });
+    const plugins = join(root, "plugins");
+    mkdirSync(plugins);
+    for (const p of ["lustre-imports", "volume-lustre-health"]) writeFileSync(join(plugins, `${p}.wasm`), readFileSync(join(process.cwd(), "dist/plugins", `${p}.wasm`)));
+    const since = Math.floor(Date.now() / 1000) - 3600;
+    const filesystems = Array.from({ length: n }, (_, i) => ({
+      name: "lustrefs",
+      instance: (0xffff8f0a3b5c0000n + BigInt(i) * 0x1000n).toString(16),
+      mountpoint: `/var/lib/kubelet/pods/p${i}/volumes/kubernetes.io~csi/pv${i}/mount`,
+      mdts: 1,
+      osts: 64,
+    }));
+    const desc = { version: "2.15", mgsNid: "10.0.0.2@tcp", since, filesystems };
+    writeFileSync(join(root, "imports.out"), fake.renderImports(desc));
+    writeFileSync(join(root, "import_states.out"), fake.renderStates(desc));
+    writeFileSync(join(root, "getname.out"), fake.renderGetname(desc));
+    writeFileSync(join(root, "health_check.out"), "healthy\n");
+    writeFileSync(join(procfs, "1", "mounts"), filesystems.map((f) => `10.0.0.2@tcp:/lustrefs ${f.mountpoint} lustre rw,flock,lazystatfs 0 0\n`).join(""));
+    const env = { ...process.env, PATH: `${bin}:${demoBinDir()}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: root };
+    const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger });
+    const metrics = new Metrics({ processMetrics: false });
+    const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger });
+    const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
+    const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger, metrics });
+    await engine.start();
+    filesystems.forEach((f, i) => health.registry.remember({ volumeId: `pv${i}`, targetPath: f.mountpoint, readOnly: false, origin: "publish" }));
+    const round = async () => {
+      await engine.refresh();
+      await health.refreshVolumes();
+    };
+    for (let i = 0; i < 3; i++) await round();
+    const rounds = 8;
+    let cpuUs = 0;
+    let volCpuUs = 0;
+    for (let i = 0; i < rounds; i++) {
+      await new Promise((r) => setTimeout(r, 2100));
+      const c0 = process.cpuUsage();
+      await engine.refresh();
+      const c1 = process.cpuUsage();
+      await health.refreshVolumes();
+      const c = process.cpuUsage(c0);
+      const v = process.cpuUsage(c1);
+      cpuUs += c.user + c.system;
+      volCpuUs += v.user + v.system;
+    }
+    const adverse = health.view.volumes().filter((v) => (v.entries?.length ?? 1) > 0).length + health.view.storage().length;
+    console.log(JSON.stringify({ mode: "lustre", volumes: n, osts: 64, imports: n * 65, cpuMsPerRound: +(cpuUs / rounds / 1000).toFixed(2), volumeRoundCpuMs: +(volCpuUs / rounds / 1000).toFixed(2), adverseEntries: adverse }));
+    await health.stop();
+    await engine.stop();
+    await catalog.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+void main();

@@ -1,0 +1,26 @@
+// Types for fake-lustre.js (plain JS so the fake tools start without a build).
+export interface FakeLustreDesc {
+  version?: string;
+  mgsNid?: string;
+  mgcState?: string;
+  since?: number;
+  filesystems?: Array<{
+    name: string;
+    instance: string;
+    mountpoint: string;
+    mdts?: number;
+    osts?: number;
+    states?: Record<string, string>;
+    history?: Record<string, Array<[number, string]>>;
+  }>;
+}
+export function targetNames(fs: { mdts?: number; osts?: number }): string[];
+export function importBlock(
+  version: string,
+  block: { obd: string; target: string; state: string; server: string; mgc?: boolean; extra?: string[] },
+): string;
+export function param(name: string, value: string): string;
+export function renderImports(desc: FakeLustreDesc): string;
+export function renderStates(desc: FakeLustreDesc): string;
+export function renderGetname(desc: FakeLustreDesc): string;
+export function noSuchParam(pattern: string): string;

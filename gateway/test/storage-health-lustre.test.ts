@@ -1,0 +1,111 @@
+// End to end on a fake Lustre client: the bundled storage and volume plugins
+// (lustre-imports, volume-lustre-health) run by the engine and the storage
+// health evaluator, over the real catalog (fake lctl/lfs, a fake stat, a fake
+// mount table), through an OST outage, an eviction and a hanging mount.
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckEngine } from "../src/engine/engine.js";
+import { createStorageHealth } from "../src/engine/health/index.js";
+import { SourceCatalog } from "../src/engine/sources/index.js";
+import { Metrics } from "../src/observability/metrics.js";
+import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
+import { PluginRuntime } from "../src/runtime/runtime.js";
+import { fakeLustre, type FakeLustreState } from "./helpers/fake-lustre.js";
+import { ROOT } from "./helpers/gateway-process.js";
+import { silentLogger, waitFor } from "./hostile/harness.js";
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const FAKE_STAT = `#!/bin/sh
+echo "$$ $5" >> "$FAKE_STAT_LOG"
+while [ -e "$FAKE_STAT_HANG" ]; do sleep 0.05; done
+echo bd00bd0
+`;
+
+const KUBELET = "/var/lib/kubelet";
+const TARGET = `${KUBELET}/pods/p1/volumes/kubernetes.io~csi/pv1/mount`;
+const now = Math.floor(Date.now() / 1000);
+
+function state(over: Partial<FakeLustreState["filesystems"][number]> = {}): FakeLustreState {
+  return {
+    version: "2.15",
+    mgsNid: "10.0.0.2@tcp",
+    since: now - 3600,
+    filesystems: [{ name: "lustrefs", instance: "ffff8f0a3b5c9000", mountpoint: TARGET, mdts: 1, osts: 64, ...over }],
+  };
+}
+
+async function setup() {
+  const n = fakeLustre({ base: "healthy", lustre: state() });
+  cleanups.push(() => n.cleanup());
+  writeFileSync(join(n.procfs, "1", "mounts"), `/dev/sda1 / ext4 rw 0 0\n10.0.0.2@tcp:/lustrefs ${TARGET} lustre rw,flock,lazystatfs 0 0\n`);
+  writeFileSync(join(n.bin, "stat"), FAKE_STAT);
+  chmodSync(join(n.bin, "stat"), 0o755);
+  const plugins = join(n.dir, "health-plugins");
+  mkdirSync(plugins);
+  for (const p of ["lustre-imports", "volume-lustre-health"]) copyFileSync(join(ROOT, "dist/plugins", `${p}.wasm`), join(plugins, `${p}.wasm`));
+  const log = join(n.dir, "stat.log");
+  const hang = join(n.dir, "stat.hang");
+  const env = { ...n.env, FAKE_STAT_LOG: log, FAKE_STAT_HANG: hang };
+  const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env, logger: silentLogger, statfsBoundMs: 2000, statfsIntervalMs: 0 });
+  const metrics = new Metrics({ processMetrics: false });
+  const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
+  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
+  const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger: silentLogger, metrics });
+  cleanups.push(() => catalog.stop(), () => engine.stop(), () => health.stop());
+  health.start();
+  await engine.start();
+  await waitFor(() => engine.snapshot().phase !== "initializing", "first round");
+  health.registry.remember({ volumeId: "pv1", targetPath: TARGET, readOnly: false, origin: "publish" });
+  await waitFor(() => health.view.volume("pv1"), "pv1 evaluated");
+  // Past the catalog's command cache (2 s), so each round reads the fake tools anew.
+  const round = async () => {
+    await new Promise((r) => setTimeout(r, 2100));
+    await engine.refresh();
+    await health.refreshVolumes();
+  };
+  return { n, engine, health, metrics, round, hang, statCalls: () => (existsSync(log) ? readFileSync(log, "utf8").split("\n").filter((l) => l.endsWith(TARGET)).length : 0) };
+}
+
+describe("storage and volume health on a fake Lustre client (bundled plugins)", () => {
+  it("healthy, an OST down past the grace, an eviction of the MDT, and a hanging mount", async () => {
+    const s = await setup();
+    expect(s.health.view.hasStorageChecks()).toBe(true);
+    expect(s.health.view.storage()).toEqual([]);
+    expect(s.health.view.volume("pv1")).toEqual([]);
+
+    s.n.setLustre(state({ states: { OST0003: "DISCONN" }, history: { OST0003: [[now - 300, "DISCONN"]] } }));
+    await s.round();
+    expect(s.health.view.storage()).toMatchObject([{ status: "STORAGE_DEGRADED", reason: "OstUnreachable", fs: "lustrefs", check: "lustre-imports" }]);
+    expect(s.health.view.storage()[0]!.message).toContain("OST0003");
+    expect(s.health.view.volume("pv1")).toMatchObject([{ status: "DEGRADED", reason: "OstUnreachable", check: "volume-lustre-health" }]);
+    // Storage health never costs readiness.
+    expect(s.engine.snapshot().conditions.find((c) => c.name === "lustre-imports")).toMatchObject({ probe: "storage" });
+
+    s.n.setLustre(state({ states: { MDT0000: "EVICTED" }, history: { MDT0000: [[now - 5, "EVICTED"]] } }));
+    await s.round();
+    expect(s.health.view.storage().map((e) => e.status)).toContain("STORAGE_UNREACHABLE");
+    expect(s.health.view.volume("pv1")!.map((e) => e.status)).toContain("INACCESSIBLE");
+    expect(s.health.view.volumeCondition("pv1")).toMatchObject({ abnormal: true });
+
+    s.n.setLustre(state());
+    writeFileSync(s.hang, "");
+    cleanups.push(() => rmSync(s.hang, { force: true }));
+    await s.round();
+    await s.round();
+    expect(s.health.view.storage()).toEqual([]);
+    expect(s.health.view.volume("pv1")).toMatchObject([{ status: "INACCESSIBLE", reason: "MountHung" }]);
+    const calls = s.statCalls();
+    await s.round();
+    expect(s.statCalls()).toBe(calls); // the hung probe is not started again
+    rmSync(s.hang);
+    await waitFor(async () => {
+      await s.round();
+      return s.health.view.volume("pv1")!.length === 0;
+    }, "mount answers again", 20_000);
+  });
+});

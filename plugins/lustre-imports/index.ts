@@ -1,0 +1,184 @@
+// Storage health (probe "storage"): can this node reach the targets of every
+// Lustre file system it has mounted? Reads each client import's state
+// (`lctl get_param {osc,mdc,mgc}.*.import`), its state history
+// (`{osc,mdc}.*.state`) and which mount is which (`lfs getname`).
+//
+// FULL and IDLE are healthy (IDLE: an OSC that let an unused connection go).
+// Any other state is normal for a few seconds during a reconnect, so it counts
+// only once held longer than `importGraceSeconds` (default 75 s: three 25 s
+// ping intervals); EVICTED counts at once, and an eviction seen in a state
+// history after the previous round is reported as an event even when the
+// import is FULL again by now (evictions recover on their own within seconds,
+// and the applications that were writing lost their data all the same).
+import {
+  Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, joinStrings, UniqueList,
+  parseLustreImports, addImportStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, mountpointsOf,
+  groupByMount, mgcsOf, judgeMount, mgcDown, describeImport, LustreImport, LustreMount, LustreMountName,
+  STORAGE_DEGRADED, STORAGE_UNREACHABLE, sourceFailed, parseError,
+} from "../sdk";
+
+const IMPORTS = "lctl.imports";
+const STATES = "lctl.import_states";
+const GETNAME = "lfs.getname";
+const GRACE_DEFAULT: i32 = 75;
+
+export function manifest(): string {
+  return new Manifest("lustre-imports", "1.0.0", "every target of every mounted Lustre file system is connected (imports FULL or IDLE)")
+    .source(IMPORTS)
+    .source(STATES)
+    .source(GETNAME)
+    .probeKind("storage")
+    .intOption("importGraceSeconds", GRACE_DEFAULT, 0, "seconds an import may stay in a state other than FULL/IDLE (reconnecting, recovering) before it counts as unreachable")
+    .toJson();
+}
+
+export function check(input: string): string {
+  const inp = CheckInput.parse(input);
+  if (inp.error.length > 0) return respond(unknown(Result.fail("BadInput", inp.error), "the check input"));
+  return respond(evaluate(inp));
+}
+
+/** "Cannot tell" is never healthy, nor proof of an outage: one STORAGE_DEGRADED/HealthUnknown entry. */
+function unknown(r: Result, what: string): Result {
+  return r.health(STORAGE_DEGRADED, "HealthUnknown", "cannot tell whether Lustre targets are reachable: " + what + ": " + clip(oneLine(r.message), 400));
+}
+
+/** Entries merged per (status, reason): the host keeps one per pair. */
+class Merged {
+  status: string;
+  reason: string;
+  parts: Array<string> = new Array<string>();
+  fss: UniqueList = new UniqueList();
+  constructor(status: string, reason: string) {
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+class Report {
+  items: Array<Merged> = new Array<Merged>();
+  add(status: string, reason: string, fs: string, text: string): void {
+    let m: Merged | null = null;
+    for (let i = 0; i < this.items.length; i++) {
+      if (this.items[i].status == status && this.items[i].reason == reason) {
+        m = this.items[i];
+        break;
+      }
+    }
+    if (m === null) {
+      m = new Merged(status, reason);
+      this.items.push(m);
+    }
+    m.parts.push(text);
+    if (fs.length > 0) m.fss.add(fs);
+  }
+}
+
+function label(m: LustreMount, names: Array<LustreMountName>, namesOk: bool, mounts: Array<LustreMount>): string {
+  const at = mountpointsOf(names, m.key);
+  if (at.length > 0) return m.fs + " at " + humanList(at, 3);
+  // Two mounts of one file system are told apart by instance when lfs getname did not say.
+  let same = 0;
+  for (let i = 0; i < mounts.length; i++) if (mounts[i].fs == m.fs) same++;
+  return same > 1 || !namesOk ? m.fs + " (instance " + m.instance + ")" : m.fs;
+}
+
+function evaluate(input: CheckInput): Result {
+  const src = input.source(IMPORTS);
+  if (src === null) return unknown(Result.fail("SourceMissing", "source " + IMPORTS + " was not provided to the check"), IMPORTS);
+  if (noSuchLustreParam(src)) return Result.pass("NoLustreMounts", "no Lustre file system is mounted (lctl get_param finds no import)");
+  if (!lustreParamUsable(src)) return unknown(sourceFailed(src), "lctl get_param *.import");
+  if (src.truncated) return unknown(parseError(src, "output was truncated"), "lctl get_param *.import");
+  const parsed = parseLustreImports(src.stdout);
+  if (parsed.error.length > 0) return unknown(parseError(src, parsed.error), "lctl get_param *.import");
+  if (parsed.imports.length == 0) {
+    return unknown(parseError(src, src.stdout.trim().length == 0 ? "output is empty" : "no import block"), "lctl get_param *.import");
+  }
+
+  const epoch = input.roundEpoch;
+  const grace = <i64>input.configInt("importGraceSeconds", GRACE_DEFAULT);
+  const notes = new Array<string>();
+  const states = input.source(STATES);
+  if (states !== null && lustreParamUsable(states) && !states.truncated) {
+    const problem = addImportStates(states.stdout, parsed);
+    if (problem.length > 0) notes.push("state histories unreadable (" + problem + ")");
+  } else if (states === null || !noSuchLustreParam(states)) {
+    notes.push("state histories unavailable" + (states !== null && states.error.length > 0 ? " (" + clip(oneLine(states.error), 120) + ")" : ""));
+  }
+  const gn = input.source(GETNAME);
+  const namesOk = gn !== null && gn.ok;
+  const names = namesOk ? parseLfsGetname(gn!.stdout) : new Array<LustreMountName>();
+
+  const mounts = groupByMount(parsed);
+  const report = new Report();
+  const r = new Result("pass", "ImportsHealthy", "");
+  let settling = 0;
+  let targets = 0;
+  for (let i = 0; i < mounts.length; i++) {
+    const m = mounts[i];
+    const j = judgeMount(m, epoch, grace);
+    settling += j.settling;
+    targets += j.mdtCount + j.ostCount;
+    const name = label(m, names, namesOk, mounts);
+    if (j.allMdtsDown && j.badMdts.length > 0) {
+      report.add(STORAGE_UNREACHABLE, "MdtUnreachable", m.fs, name + ": every MDT unreachable: " + humanList(j.badMdts) + beyond(grace));
+    } else if (j.badMdts.length > 0) {
+      report.add(STORAGE_DEGRADED, "MdtUnreachable", m.fs, name + ": " + humanList(j.badMdts) + " not FULL/IDLE" + beyond(grace) + " (" + j.badMdts.length.toString() + " of " + j.mdtCount.toString() + " MDTs)");
+    }
+    if (j.evictedMdts.length > 0) report.add(STORAGE_UNREACHABLE, "Evicted", m.fs, name + ": evicted by " + humanList(j.evictedMdts));
+    if (j.badOsts.length > 0) {
+      report.add(STORAGE_DEGRADED, "OstUnreachable", m.fs, name + ": " + humanList(j.badOsts) + " not FULL/IDLE" + beyond(grace) + " (" + j.badOsts.length.toString() + " of " + j.ostCount.toString() + " OSTs)");
+    }
+    if (j.evictedOsts.length > 0) report.add(STORAGE_DEGRADED, "Evicted", m.fs, name + ": evicted by " + humanList(j.evictedOsts));
+    // Evictions that happened since the previous round, recovered or not.
+    const prev = input.previousEpoch;
+    if (prev > 0) {
+      addEvents(r, m.mdts, prev, epoch);
+      addEvents(r, m.osts, prev, epoch);
+    }
+  }
+  const mgcs = mgcsOf(parsed);
+  const fsNames = new UniqueList();
+  for (let i = 0; i < mounts.length; i++) fsNames.add(mounts[i].fs);
+  for (let i = 0; i < mgcs.length; i++) {
+    if (!mgcDown(mgcs[i], epoch, grace)) continue;
+    const fs = fsNames.length == 1 ? fsNames.items[0] : "";
+    report.add(STORAGE_DEGRADED, "MgsUnreachable", fs, "MGS unreachable through " + mgcs[i].device + " " + describeImport(mgcs[i], epoch).substring(4) + (fsNames.length > 0 ? "; mounted: " + humanList(fsNames.items, 5) : ""));
+  }
+
+  for (let i = 0; i < report.items.length; i++) {
+    const it = report.items[i];
+    r.health(it.status, it.reason, joinStrings(it.parts, "; "), it.fss.length == 1 ? it.fss.items[0] : "");
+  }
+  if (report.items.length > 0) {
+    const first = report.items[0];
+    r.status = "warn";
+    for (let i = 0; i < report.items.length; i++) if (report.items[i].status == STORAGE_UNREACHABLE) r.status = "fail";
+    r.reason = first.reason;
+    const parts = new Array<string>();
+    for (let i = 0; i < report.items.length; i++) parts.push(report.items[i].reason + ": " + joinStrings(report.items[i].parts, "; "));
+    r.message = joinStrings(parts, "; ");
+  } else {
+    r.message = targets.toString() + " target(s) of " + humanList(fsNames.items, 5) + " FULL or IDLE" + (mgcs.length > 0 ? ", MGS connected" : "");
+    if (mounts.length == 0) r.message = "no Lustre mount has imports; " + mgcs.length.toString() + " MGC(s) connected";
+  }
+  if (settling > 0) r.message += "; " + settling.toString() + " target(s) reconnecting within the " + grace.toString() + " s grace";
+  if (r.events.length > 0) r.message += "; " + r.events.length.toString() + " eviction(s) since the previous round";
+  if (parsed.stray > 0) r.message += "; ignored " + parsed.stray.toString() + " unexpected line(s)";
+  if (notes.length > 0) r.message += "; " + joinStrings(notes, "; ");
+  return r;
+}
+
+function beyond(grace: i64): string {
+  return " beyond the " + grace.toString() + " s grace";
+}
+
+function addEvents(r: Result, imps: Array<LustreImport>, prev: i64, epoch: i64): void {
+  for (let i = 0; i < imps.length; i++) {
+    const imp = imps[i];
+    for (let k = 0; k < imp.evictedAt.length; k++) {
+      const at = imp.evictedAt[k];
+      if (at > prev && (epoch <= 0 || at <= epoch)) r.event("Evicted", imp.fs, imp.targetName, at);
+    }
+  }
+}
