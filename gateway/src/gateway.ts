@@ -134,6 +134,7 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
   const gw: Gateway = {
     async close(deadlineMs) {
       shutdown.abort(new ConnectError("server is shutting down", Code.Unavailable));
+      for (const r of nodeHealth) r.close();
       await Promise.all(listeners.map((l) => l.close(deadlineMs)));
     },
   };

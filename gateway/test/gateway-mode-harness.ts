@@ -15,7 +15,7 @@ import { startGateway, type Gateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";
 import { parseEndpoint } from "../src/transport/endpoint.js";
-import { createUpstreamGateway, type UpstreamGateway, type VolumeChecker } from "../src/upstream/index.js";
+import { createUpstreamGateway, type UpstreamGateway } from "../src/upstream/index.js";
 import type { GateName } from "../src/upstream/methods.js";
 import { FakeCsiDriver, rawCall, unixClient, type ServiceName } from "./helpers/fake-csi-driver.js";
 
@@ -102,7 +102,6 @@ export async function startHarness(opts: {
   driver?: boolean;
   services?: readonly ServiceName[];
   gate?: GateName[];
-  volumeChecker?: VolumeChecker;
   /** The engine's storage/volume health (the real one, or a test implementation of its interfaces). */
   health?: { view: StorageHealthView; registry: VolumeRegistry };
   timeoutCapMs?: number;
@@ -122,7 +121,6 @@ export async function startHarness(opts: {
     gate: new Set(opts.gate ?? ["node-stage", "node-publish"]),
     readiness,
     localProbe: new LocalProbeSource(readiness),
-    volumeChecker: opts.volumeChecker,
     health: opts.health,
     logger: logs.logger,
     metrics,

@@ -19,10 +19,11 @@ const RpcType = { ...NodeServiceCapability_RPC_Type, VOLUME_CONDITION: LegacyNod
 type RpcType = NodeServiceCapability_RPC_Type;
 import { PluginRuntime } from "../src/runtime/runtime.js";
 import type { SourceResult } from "../src/engine/sources/index.js";
-import { EngineVolumeChecker } from "../src/upstream/engine-volume-checker.js";
-import type { VolumeChecker, VolumeRef, VolumeVerdict } from "../src/upstream/volume-checker.js";
+import { createStorageHealth } from "../src/engine/health/index.js";
+import { Metrics } from "../src/observability/metrics.js";
+import { ScriptedHealth, volumeEntry } from "./helpers/scripted-health.js";
 import { rawCall } from "./helpers/fake-csi-driver.js";
-import { startHarness, type Harness } from "./gateway-mode-harness.js";
+import { eventually, startHarness, type Harness } from "./gateway-mode-harness.js";
 
 const CAPS = "/csi.v1.Node/NodeGetCapabilities";
 const STATS = "/csi.v1.Node/NodeGetVolumeStats";
@@ -32,21 +33,6 @@ afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-class ScriptedVolumeChecker implements VolumeChecker {
-  readonly seen: VolumeRef[] = [];
-  constructor(
-    public plugins: boolean,
-    public verdict: (v: VolumeRef) => VolumeVerdict | Promise<VolumeVerdict>,
-  ) {}
-  hasVolumePlugins(): boolean {
-    return this.plugins;
-  }
-  async check(v: VolumeRef): Promise<VolumeVerdict> {
-    this.seen.push(v);
-    return this.verdict(v);
-  }
-}
 
 function capsReply(types: RpcType[]): Uint8Array {
   return toBinary(
@@ -73,34 +59,41 @@ function capabilityTypes(bytes: Buffer): RpcType[] {
   return fromBinary(NodeGetCapabilitiesResponseSchema, bytes).capabilities.map((c) => (c.type.case === "rpc" ? c.type.value.type : -1));
 }
 
-describe("gateway mode: volume health (interface)", () => {
-  it("advertises VOLUME_CONDITION and sets the condition from the volume checks", async () => {
-    const checker = new ScriptedVolumeChecker(true, (v) =>
-      v.id === "vol-bad" ? { abnormal: true, message: "volume-lustre-mount: LustreNotMounted: not mounted: /stage" } : { abnormal: false, message: "ok" },
-    );
-    h = await startHarness({ volumeChecker: checker });
+// The legacy path: kubelets 1.21-1.36 read volume_condition from NodeGetVolumeStats
+// when the driver advertises VOLUME_CONDITION. Since CSI v1.13 probegate sets it
+// from the background evaluation (StorageHealthView.volumeCondition), never by
+// running the volume plugins inside the call.
+describe("gateway mode: the legacy volume_condition (interface)", () => {
+  it("advertises VOLUME_CONDITION and sets the condition from the last evaluation", async () => {
+    const health = new ScriptedHealth();
+    health.volumeChecks = true;
+    health.setVolume("vol-bad", [volumeEntry("INACCESSIBLE", "NotMounted", "not mounted: /stage")]);
+    health.setVolume("vol-good", []);
+    h = await startHarness({ health });
     h.driver.script(CAPS, { message: capsReply([RpcType.STAGE_UNSTAGE_VOLUME, RpcType.GET_VOLUME_STATS]) });
     h.driver.script(STATS, { message: statsReply() });
 
     const caps = await rawCall(h.client, CAPS, new Uint8Array());
-    expect(capabilityTypes(caps.response!)).toEqual([RpcType.STAGE_UNSTAGE_VOLUME, RpcType.GET_VOLUME_STATS, RpcType.VOLUME_CONDITION]);
+    expect(capabilityTypes(caps.response!)).toEqual([RpcType.STAGE_UNSTAGE_VOLUME, RpcType.GET_VOLUME_STATS, RpcType.VOLUME_CONDITION, RpcType.GET_VOLUME_HEALTH]);
 
     const bad = await rawCall(h.client, STATS, statsRequest("vol-bad", "/pods/p1/vol", "/stage"));
     const badMsg = fromBinary(NodeGetVolumeStatsResponseSchema, bad.response!);
-    expect(badMsg.volumeCondition).toMatchObject({ abnormal: true, message: "volume-lustre-mount: LustreNotMounted: not mounted: /stage" });
+    expect(badMsg.volumeCondition).toMatchObject({ abnormal: true, message: "NotMounted: not mounted: /stage" });
     expect(badMsg.usage[0]).toMatchObject({ available: 10n, total: 100n, used: 90n });
-    expect(checker.seen[0]).toEqual({ id: "vol-bad", path: "/pods/p1/vol", stagingPath: "/stage" });
 
     const good = await rawCall(h.client, STATS, statsRequest("vol-good", "/pods/p2/vol"));
-    expect(fromBinary(NodeGetVolumeStatsResponseSchema, good.response!).volumeCondition).toMatchObject({ abnormal: false, message: "ok" });
-    expect(checker.seen[1]).toEqual({ id: "vol-good", path: "/pods/p2/vol" });
+    expect(fromBinary(NodeGetVolumeStatsResponseSchema, good.response!).volumeCondition).toMatchObject({ abnormal: false });
     expect(await h.metrics.registry.metrics()).toMatch(/probegate_volume_condition_total\{result="abnormal"\} 1/);
+    // Answered from memory: nothing was asked to evaluate these volumes on the call path.
+    expect(health.requested).toEqual([]);
   });
 
   it("keeps the driver's own abnormal condition, its capability list, and its errors", async () => {
-    const checker = new ScriptedVolumeChecker(true, () => ({ abnormal: true, message: "ours" }));
-    h = await startHarness({ volumeChecker: checker });
-    const already = capsReply([RpcType.VOLUME_CONDITION, RpcType.GET_VOLUME_STATS]);
+    const health = new ScriptedHealth();
+    health.volumeChecks = true;
+    health.setVolume("v", [volumeEntry("INACCESSIBLE", "NotMounted", "ours")]);
+    h = await startHarness({ health });
+    const already = capsReply([RpcType.VOLUME_CONDITION, RpcType.GET_VOLUME_STATS, RpcType.GET_VOLUME_HEALTH]);
     h.driver.script(CAPS, { message: already });
     const driverAbnormal = statsReply({ abnormal: true, message: "driver: OST0003 unreachable" });
     h.driver.script(STATS, { message: driverAbnormal });
@@ -115,22 +108,20 @@ describe("gateway mode: volume health (interface)", () => {
     expect(err.error?.details).toBe("no volume v");
   });
 
-  it("leaves replies untouched without volume plugins, or when the check itself breaks", async () => {
-    const checker = new ScriptedVolumeChecker(false, () => ({ abnormal: true, message: "never" }));
-    h = await startHarness({ volumeChecker: checker });
+  it("leaves replies untouched without volume checks, or for a volume not evaluated yet (which is evaluated from then on)", async () => {
+    const health = new ScriptedHealth();
+    h = await startHarness({ health });
     const caps = capsReply([RpcType.GET_VOLUME_STATS]);
     const stats = statsReply();
     h.driver.script(CAPS, { message: caps });
     h.driver.script(STATS, { message: stats });
     expect(Buffer.compare((await rawCall(h.client, CAPS, new Uint8Array())).response!, Buffer.from(caps))).toBe(0);
     expect(Buffer.compare((await rawCall(h.client, STATS, statsRequest("v", "/p"))).response!, Buffer.from(stats))).toBe(0);
-    expect(checker.seen).toHaveLength(0);
+    expect(health.requested).toEqual([]);
 
-    checker.plugins = true;
-    checker.verdict = () => {
-      throw new Error("sandbox crashed");
-    };
-    expect(Buffer.compare((await rawCall(h.client, STATS, statsRequest("v", "/p"))).response!, Buffer.from(stats))).toBe(0);
+    health.volumeChecks = true;
+    expect(Buffer.compare((await rawCall(h.client, STATS, statsRequest("v", "/p", "/s"))).response!, Buffer.from(stats))).toBe(0);
+    expect(health.requested).toEqual([{ volumeId: "v", targetPath: "/p", stagingPath: "/s", origin: "request" }]);
   });
 });
 
@@ -164,9 +155,11 @@ describe("gateway mode: volume health with the volume-lustre-mount plugin", () =
         return { ok: name === "proc.mounts", exitCode: null, stdout: readFileSync(mounts, "utf8"), stderr: "", error: null, truncated: false, fetchedAtMs: Date.now() };
       },
     };
-    const checker = new EngineVolumeChecker({ runtime, catalog, mode: "node" });
-    expect(checker.hasVolumePlugins()).toBe(true);
-    h = await startHarness({ volumeChecker: checker });
+    // The engine's real storage health; no engine rounds here: volume rounds are run by hand.
+    const storage = createStorageHealth({ mode: "node", engine: { onRound: () => () => {} }, runtime, catalog, logger: pino({ level: "silent" }), metrics: new Metrics({ processMetrics: false }) });
+    storage.start();
+    expect(storage.view.hasVolumeChecks()).toBe(true);
+    h = await startHarness({ health: { view: storage.view, registry: storage.registry } });
     h.driver.script(STATS, { message: statsReply() });
     h.driver.script(CAPS, { message: capsReply([RpcType.GET_VOLUME_STATS]) });
     expect(capabilityTypes((await rawCall(h.client, CAPS, new Uint8Array())).response!)).toContain(RpcType.VOLUME_CONDITION);
@@ -183,6 +176,10 @@ describe("gateway mode: volume health with the volume-lustre-mount plugin", () =
         "",
       ].join("\n"),
     );
+    // First asked about: the driver's reply goes out unchanged, and the volume is evaluated from then on.
+    const first = await rawCall(h.client, STATS, statsRequest("vol-1", target, stage));
+    expect(fromBinary(NodeGetVolumeStatsResponseSchema, first.response!).volumeCondition).toBeUndefined();
+    await eventually(async () => storage.view.volumeCondition("vol-1"), (c) => c !== undefined, "first evaluation");
     const ok = await rawCall(h.client, STATS, statsRequest("vol-1", target, stage));
     const okCond = fromBinary(NodeGetVolumeStatsResponseSchema, ok.response!).volumeCondition;
     expect(okCond?.abnormal).toBe(false);
@@ -190,15 +187,18 @@ describe("gateway mode: volume health with the volume-lustre-mount plugin", () =
 
     // The client was evicted and the mount lazily detached: only the target's bind mount is left, as tmpfs.
     writeFileSync(mounts, ["overlay / overlay rw 0 0", `tmpfs ${target.replace(" ", "\\040")} tmpfs rw 0 0`, ""].join("\n"));
+    await storage.refreshVolumes();
     const bad = await rawCall(h.client, STATS, statsRequest("vol-1", target, stage));
     const cond = fromBinary(NodeGetVolumeStatsResponseSchema, bad.response!).volumeCondition;
     expect(cond?.abnormal).toBe(true);
     expect(cond?.message).toContain(`volume-lustre-mount: LustreNotMounted: not mounted: ${stage}`);
 
     writeFileSync(mounts, ["overlay / overlay rw 0 0", `10.0.0.4@tcp:/lustrefs ${stage} lustre rw 0 0`, `tmpfs ${target.replace(" ", "\\040")} tmpfs rw 0 0`, ""].join("\n"));
+    await storage.refreshVolumes();
     const wrong = await rawCall(h.client, STATS, statsRequest("vol-1", target, stage));
     const wrongCond = fromBinary(NodeGetVolumeStatsResponseSchema, wrong.response!).volumeCondition;
     expect(wrongCond?.abnormal).toBe(true);
     expect(wrongCond?.message).toContain(`NotLustre: mounted, but not as lustre: ${target} (tmpfs from tmpfs)`);
+    await storage.stop();
   });
 });

@@ -10,6 +10,8 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import { mkdtempSync, rmSync } from "node:fs";
+import http2 from "node:http2";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -220,6 +222,66 @@ describe("node mode: the health RPCs on the CSI socket", () => {
     expect(onPort[0].messageResponse.value.service.map((s: { name: string }) => s.name)).not.toContain("csi.v1.Node");
   });
 
+  it("hostile request bodies: every one gets a status, nothing reaches the registry unchecked, Probe keeps answering", async () => {
+    const health = new ScriptedHealth();
+    health.storageChecks = health.volumeChecks = true;
+    const { socket } = await start(health);
+    const session = http2.connect("http://localhost", { createConnection: () => net.connect(socket) });
+    const call = (path: string, body: Buffer, headers: Record<string, string> = {}) =>
+      new Promise<{ status?: string; message?: string }>((resolve) => {
+        const out: { status?: string; message?: string } = {};
+        const s = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
+        const take = (h: http2.IncomingHttpHeaders) => {
+          if (h["grpc-status"] !== undefined) Object.assign(out, { status: String(h["grpc-status"]), message: decodeURIComponent(String(h["grpc-message"] ?? "")) });
+        };
+        s.on("response", take);
+        s.on("trailers", take);
+        s.on("data", () => {});
+        s.on("error", () => {});
+        s.on("close", () => resolve(out));
+        s.end(body);
+      });
+    const framed = (payload: Buffer, flag = 0) => {
+      const b = Buffer.alloc(5 + payload.length);
+      b[0] = flag;
+      b.writeUInt32BE(payload.length, 1);
+      payload.copy(b, 5);
+      return b;
+    };
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const cases: Array<[string, Buffer, Record<string, string>?]> = [
+      [VOLUME, Buffer.from([0, 0, 0, 0])], // truncated frame header
+      [VOLUME, framed(Buffer.from([0x0a, 0x7f]))], // length past the end
+      [VOLUME, framed(Buffer.from([0xff, 0xff, 0xff]))], // not protobuf
+      [VOLUME, Buffer.concat([framed(Buffer.from(volumeReq("a", "/p"))), framed(Buffer.from(volumeReq("b", "/p")))])], // two messages
+      [VOLUME, framed(Buffer.from("not gzip"), 1), { "grpc-encoding": "gzip" }],
+      [VOLUME, framed(Buffer.from(volumeReq("a", "/p")), 1)], // compressed flag without an encoding
+      [VOLUME, framed(Buffer.from(volumeReq("a", "/p"))), { "grpc-encoding": "snappy" }],
+      [STORAGE, framed(Buffer.alloc(70 * 1024, 0x0a))], // over the bound
+      [VOLUME, framed(Buffer.from(volumeReq("x".repeat(60_000), "/p")))],
+      [VOLUME, framed(Buffer.from(volumeReq("a", "/p\u0000x")))],
+      [VOLUME, framed(Buffer.from(volumeReq("\u0000\n\r", "relative")))],
+    ];
+    for (let i = 0; i < 60; i++) {
+      const junk = Buffer.alloc(rand(300));
+      for (let j = 0; j < junk.length; j++) junk[j] = rand(256);
+      cases.push([rand(2) ? VOLUME : STORAGE, rand(2) ? framed(junk) : junk]);
+    }
+    for (const [path, body, headers] of cases) {
+      const r = await call(path, body, headers);
+      expect(r.status, `${path} ${body.subarray(0, 16).toString("hex")}`).toBeDefined();
+      expect(["0", "3", "8", "12"]).toContain(r.status);
+    }
+    // Only well-formed requests with acceptable paths reached the registry.
+    for (const ref of health.requested) {
+      for (const p of [ref.targetPath, ref.stagingPath]) if (p !== undefined) expect(p.startsWith("/") && !p.includes("\u0000")).toBe(true);
+    }
+    const probe = await call("/csi.v1.Identity/Probe", framed(Buffer.alloc(0)));
+    expect(probe.status).toBe("0");
+    session.close();
+  });
+
   it("shows storage and volume health in /readyz?verbose and /livez?verbose, one line each, volumes bounded", async () => {
     const health = new ScriptedHealth();
     health.storageChecks = health.volumeChecks = true;
@@ -237,6 +299,11 @@ describe("node mode: the health RPCs on the CSI socket", () => {
       expect(lines.filter((l) => l.startsWith("[+]volume ") || l.startsWith("[!]volume "))).toHaveLength(50);
       expect(lines).toContain("[+]11 more volumes not listed (probegate lists 50)");
     }
+    const json = await (await fetch(`http://${http}/readyz`, { headers: { accept: "application/json" } })).json();
+    expect(json.storageHealth.storage).toEqual([expect.objectContaining({ status: "STORAGE_DEGRADED", reason: "OstUnreachable", fs: "lustrefs" })]);
+    expect(json.storageHealth.volumes).toHaveLength(50);
+    expect(json.storageHealth.volumes[0]).toEqual({ volumeId: "vol-0", evaluated: true, entries: [expect.objectContaining({ status: "DEGRADED", reason: "ReadOnly" })] });
+    expect(json.storageHealth.volumesNotListed).toBe(11);
   });
 });
 
@@ -329,8 +396,13 @@ describe("gateway mode: the health RPCs in front of a driver", () => {
     h.driver.script(VOLUME, { message: Buffer.from([0x0a, 0xff]) });
     expect(backends((await rawCall(h.client, STORAGE, storageReq())).response!)).toEqual([{ status: 1, reason: "OstUnreachable", message: "lustrefs: OST0003 not FULL/IDLE" }]);
     expect(volumeHealth((await rawCall(h.client, VOLUME, volumeReq("vol-1", "/t/1"))).response!).healthStatuses.map((e) => e.reason)).toEqual(["NotMounted"]);
+    // A driver slower than the caller's deadline: probegate's entries still arrive, within it.
+    h.driver.script(STORAGE, { delayMs: 5_000, message: driverStorage });
+    const slow = await rawCall(h.client, STORAGE, storageReq(), { deadline: Date.now() + 1_500 });
+    expect(slow.error).toBeUndefined();
+    expect(backends(slow.response!).map((b) => b.reason)).toEqual(["OstUnreachable"]);
     const metrics = await h.metrics.registry.metrics();
-    expect(metrics).toMatch(/probegate_upstream_health_failures_total\{method="NodeGetStorageHealth"\} 1/);
+    expect(metrics).toMatch(/probegate_upstream_health_failures_total\{method="NodeGetStorageHealth"\} 2/);
     expect(metrics).toMatch(/probegate_upstream_health_failures_total\{method="NodeGetVolumeHealth"\} 1/);
     expect(h.logs.text).toContain("INTERNAL: driver broke");
   });

@@ -3,7 +3,7 @@ import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
 import type { Metrics } from "../observability/metrics.js";
 import { ProbeCounts } from "../services/probe-metrics.js";
 import type { StorageHealthView } from "../engine/storage-health.js";
-import { excludeSet, healthView, storageHealthLines } from "./health-text.js";
+import { excludeSet, healthView, storageHealthJson, storageHealthLines } from "./health-text.js";
 
 /** Paths the hono app owns; everything else on the port is RPC. */
 export const HTTP_PATHS = new Set(["/healthz", "/livez", "/readyz", "/metrics"]);
@@ -71,6 +71,7 @@ export function createHttpApp(opts: {
           refusals: s.refusals,
           overrides: s.overrides ?? [],
           notes: opts.notes?.() ?? [],
+          ...(opts.storageHealth ? { storageHealth: storageHealthJson(opts.storageHealth) } : {}),
         },
         status,
       );

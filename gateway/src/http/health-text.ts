@@ -64,15 +64,19 @@ export function excludeSet(values: readonly string[]): Set<string> {
 /** Volumes listed one per line in ?verbose; the rest are counted. Metrics carry every one. */
 export const VERBOSE_MAX_VOLUMES = 50;
 
-/** One line of plain text: control characters become spaces, long texts are cut. */
-function oneLine(text: string, max = 1024): string {
+/**
+ * One line of plain text: control characters become spaces, long texts are
+ * cut. (Local until the shared helper, support/one-line.ts's oneLine, lands
+ * from h31-runtime; then this becomes a call to it.)
+ */
+function singleLine(text: string, max = 1024): string {
   // eslint-disable-next-line no-control-regex
   const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ");
   return flat.length <= max ? flat : `${flat.slice(0, max)}…`;
 }
 
 function entryText(e: HealthEntry<string>): string {
-  return oneLine(`${e.status} ${e.reason} (${e.check}, since ${e.since}): ${e.message}`);
+  return singleLine(`${e.status} ${e.reason} (${e.check}, since ${e.since}): ${e.message}`);
 }
 
 /**
@@ -94,7 +98,7 @@ export function storageHealthLines(view: StorageHealthView | undefined, maxVolum
     for (const { ref, entries } of volumes) {
       if (shown === maxVolumes) break;
       shown++;
-      const id = oneLine(ref.volumeId, 256);
+      const id = singleLine(ref.volumeId, 256);
       if (entries === undefined) lines.push(`[+]volume ${id}: not evaluated yet`);
       else if (entries.length === 0) lines.push(`[+]volume ${id}: no adverse condition known`);
       else for (const e of entries) lines.push(`[!]volume ${id}: ${entryText(e)}`);
@@ -102,4 +106,16 @@ export function storageHealthLines(view: StorageHealthView | undefined, maxVolum
     if (volumes.length > shown) lines.push(`[+]${volumes.length - shown} more volumes not listed (probegate lists ${maxVolumes})`);
   }
   return lines;
+}
+
+/** The same for the JSON form: entries as the view holds them, the volumes bounded alike. */
+export function storageHealthJson(view: StorageHealthView, maxVolumes = VERBOSE_MAX_VOLUMES) {
+  const volumes = view.hasVolumeChecks() ? view.volumes() : [];
+  return {
+    storageChecks: view.hasStorageChecks(),
+    volumeChecks: view.hasVolumeChecks(),
+    storage: view.hasStorageChecks() ? view.storage() : [],
+    volumes: volumes.slice(0, maxVolumes).map(({ ref, entries }) => ({ volumeId: ref.volumeId, evaluated: entries !== undefined, entries: entries ?? [] })),
+    volumesNotListed: Math.max(0, volumes.length - maxVolumes),
+  };
 }

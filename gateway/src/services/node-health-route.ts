@@ -95,7 +95,10 @@ function requestMessage(body: Buffer, encoding: string | undefined): Buffer | un
   }
 }
 
-export function createNodeHealthRoute(opts: NodeHealthRouteOptions): StreamRoute {
+/** The route, and a close() that stops following the view's changes. */
+export type NodeHealthRoute = StreamRoute & { close(): void };
+
+export function createNodeHealthRoute(opts: NodeHealthRouteOptions): NodeHealthRoute {
   const { view, registry, driver, logger } = opts;
   const answers = new HealthAnswers(view);
   const gateway = opts.mode === "gateway";
@@ -157,7 +160,7 @@ export function createNodeHealthRoute(opts: NodeHealthRouteOptions): StreamRoute
     reply(stream, answers.volume(volumeId));
   };
 
-  return (stream, headers, ctx) => {
+  const route: StreamRoute = (stream, headers, ctx) => {
     // The listeners only give this route to the CSI endpoint; say so here too.
     if (ctx.surface !== "csi") return false;
     const path = headers[":path"];
@@ -181,8 +184,10 @@ export function createNodeHealthRoute(opts: NodeHealthRouteOptions): StreamRoute
       resetUnreadRequest(stream);
       return true;
     }
+    // The driver gets less than the caller's deadline, so that when it is slow
+    // probegate's own entries still arrive in time.
     const callerMs = parseGrpcTimeout(headers["grpc-timeout"]);
-    const timeoutMs = Math.max(1, Math.min(callerMs ?? cap, cap));
+    const timeoutMs = Math.max(1, Math.min(callerMs === undefined ? cap : callerMs - Math.max(50, callerMs / 10), cap));
 
     const chunks: Buffer[] = [];
     let size = 0;
@@ -216,4 +221,5 @@ export function createNodeHealthRoute(opts: NodeHealthRouteOptions): StreamRoute
     });
     return true;
   };
+  return Object.assign(route, { close: () => answers.close() });
 }

@@ -14,15 +14,12 @@ import { UpstreamMetrics } from "./metrics.js";
 import { UpstreamProbeSource } from "./probe.js";
 import { createProxyRoute } from "./proxy.js";
 import { UpstreamStatus, type UpstreamStatusView } from "./status.js";
-import type { VolumeChecker } from "./volume-checker.js";
 
-export { EngineVolumeChecker } from "./engine-volume-checker.js";
 export { parseGates } from "./gating.js";
 export { GATE_NAMES, type GateName } from "./methods.js";
 export { UpstreamProbeSource } from "./probe.js";
 export { UpstreamStatus, type UpstreamStatusView } from "./status.js";
 export { redactedJson, REDACTED } from "./redact.js";
-export type { VolumeChecker, VolumeRef, VolumeVerdict } from "./volume-checker.js";
 
 export const DEFAULT_TIMEOUT_CAP_MS = 120_000;
 
@@ -36,8 +33,6 @@ export interface UpstreamGatewayOptions {
   readiness: ReadinessProvider;
   /** The local checks' Probe verdict, combined with the driver's. */
   localProbe: ProbeSource;
-  /** Used only without `health`: the volume plugins run inside each NodeGetVolumeStats (the pre-v1.13 path). */
-  volumeChecker?: VolumeChecker;
   /**
    * The engine's storage and volume health (evaluated in the background):
    * NodeGetStorageHealth/NodeGetVolumeHealth are answered from it, the legacy
@@ -52,8 +47,6 @@ export interface UpstreamGatewayOptions {
   probeTimeoutMs?: number;
   /** How long an upstream Probe answer is reused (default 1 s). */
   probeCacheMs?: number;
-  /** Bound on the volume plugins' run inside one NodeGetVolumeStats (default 10 s). */
-  volumeCheckTimeoutMs?: number;
   /** Largest request message forwarded (default 4 MiB). */
   maxRequestBytes?: number;
 }
@@ -89,13 +82,11 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     status,
     gates: opts.gate,
     readiness: opts.readiness,
-    volumeChecker: opts.health ? undefined : opts.volumeChecker,
     health: opts.health,
     driverHealth,
     logger: opts.logger,
     metrics,
     timeoutCapMs: opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS,
-    volumeCheckTimeoutMs: opts.volumeCheckTimeoutMs ?? 10_000,
     maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024,
   });
   // The two health RPCs are answered first (from memory, merged with the
@@ -135,6 +126,7 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     close: () => {
       identity.stop();
       driverHealth?.stop();
+      healthRoute?.close();
       return conn.close();
     },
   };

@@ -19,7 +19,14 @@ import {
   VolumeConditionSchema,
 } from "../../gen/probegate/legacy/v1/volume_condition_pb.js";
 import type { VolumeRef as HealthVolumeRef } from "../engine/storage-health.js";
-import type { VolumeRef, VolumeVerdict } from "./volume-checker.js";
+import type { VolumeVerdict } from "../engine/volume-verdict.js";
+
+/** The volume a NodeGetVolumeStats call asks about. */
+export interface StatsVolumeRef {
+  id: string;
+  path: string;
+  stagingPath?: string;
+}
 
 /** A caller's request: unknown fields are skipped, not kept (each would be an object). */
 const READ_OPTIONS = { readUnknownFields: false } as const;
@@ -60,7 +67,7 @@ export function advertisedHealth(reply: Uint8Array): { volume: boolean; storage:
   return withHealthCapabilities(reply, { volumeCondition: false, volumeHealth: false, storageHealth: false }).driver;
 }
 
-export function volumeRefFromRequest(request: Uint8Array): VolumeRef | undefined {
+export function volumeRefFromRequest(request: Uint8Array): StatsVolumeRef | undefined {
   const req = fromBinary(NodeGetVolumeStatsRequestSchema, request, READ_OPTIONS);
   if (req.volumeId === "") return undefined;
   return { id: req.volumeId, path: req.volumePath, ...(req.stagingTargetPath ? { stagingPath: req.stagingTargetPath } : {}) };

@@ -26,7 +26,7 @@ import {
 import type { UpstreamMetrics } from "./metrics.js";
 import { redactedJson } from "./redact.js";
 import type { UpstreamStatus } from "./status.js";
-import type { VolumeChecker, VolumeVerdict } from "./volume-checker.js";
+import type { VolumeVerdict } from "../engine/volume-verdict.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
@@ -35,11 +35,6 @@ export interface ProxyDeps {
   status: UpstreamStatus;
   gates: ReadonlySet<GateName>;
   readiness: ReadinessProvider;
-  /**
-   * Before the engine's health view existed: runs the volume plugins inside
-   * each NodeGetVolumeStats. Used only when `health` is not given.
-   */
-  volumeChecker?: VolumeChecker;
   /**
    * The engine's storage and volume health: the legacy volume_condition is
    * read from it (never run per call), NodeGetCapabilities advertises what it
@@ -52,8 +47,6 @@ export interface ProxyDeps {
   metrics: UpstreamMetrics;
   /** Upper bound for the deadline passed upstream, and the deadline when the caller set none. */
   timeoutCapMs: number;
-  /** Upper bound for one volume check inside NodeGetVolumeStats. */
-  volumeCheckTimeoutMs: number;
   /** Largest request message forwarded (--max-request-bytes); larger calls get RESOURCE_EXHAUSTED. */
   maxRequestBytes: number;
 }
@@ -126,7 +119,6 @@ class ForwardedCall {
   /** Request bytes, kept only when a debug log or a rewrite needs them. */
   private requestChunks: Buffer[] | undefined;
   private requestBytes = 0;
-  private volumeVerdict: Promise<VolumeVerdict | undefined> | undefined;
 
   constructor(
     private readonly deps: ProxyDeps,
@@ -138,21 +130,14 @@ class ForwardedCall {
     this.info = methodInfo(path);
     const health = deps.health;
     this.track = health ? TRACKED[path] : undefined;
-    if (health) {
-      // Capabilities are always looked at: they say which health RPCs the driver answers itself.
-      this.rewrite =
-        path === NODE_GET_CAPABILITIES_PATH ? "capabilities" : path === NODE_GET_VOLUME_STATS_PATH && health.view.hasVolumeChecks() ? "volume-stats" : undefined;
-      return;
-    }
-    const vc = deps.volumeChecker;
-    this.rewrite =
-      vc && vc.hasVolumePlugins()
-        ? path === NODE_GET_CAPABILITIES_PATH
-          ? "capabilities"
-          : path === NODE_GET_VOLUME_STATS_PATH
-            ? "volume-stats"
-            : undefined
-        : undefined;
+    // Capabilities are always looked at: they say which health RPCs the driver answers itself.
+    this.rewrite = !health
+      ? undefined
+      : path === NODE_GET_CAPABILITIES_PATH
+        ? "capabilities"
+        : path === NODE_GET_VOLUME_STATS_PATH && health.view.hasVolumeChecks()
+          ? "volume-stats"
+          : undefined;
   }
 
   start(): void {
@@ -246,7 +231,6 @@ class ForwardedCall {
       else this.requestChunks.push(chunk);
     });
     stream.once("end", () => {
-      if (this.rewrite === "volume-stats" && !deps.health) this.volumeVerdict = this.checkVolume(timeoutMs);
       // CSI lets the CO ask for the health of a volume it only attempted to mount: remember on the attempt.
       if (this.track === "stage" || this.track === "publish") this.rememberVolume(this.track);
     });
@@ -330,7 +314,7 @@ class ForwardedCall {
         if (this.rewrite === "capabilities") {
           out = encodeFrame(this.rewriteCapabilities(message));
         } else {
-          const verdict = this.deps.health ? this.rememberedCondition() : await this.volumeVerdict;
+          const verdict = this.rememberedCondition();
           if (verdict) {
             const r = withVolumeCondition(message, verdict);
             this.deps.metrics.volumeConditions.inc({ result: r.outcome });
@@ -351,13 +335,9 @@ class ForwardedCall {
   }
 
   private rewriteCapabilities(message: Uint8Array): Uint8Array {
-    const view = this.deps.health?.view;
-    const volume = view ? view.hasVolumeChecks() : true;
-    const r = withHealthCapabilities(message, {
-      volumeCondition: volume,
-      volumeHealth: view ? volume : false,
-      storageHealth: view ? view.hasStorageChecks() : false,
-    });
+    const view = this.deps.health!.view;
+    const volume = view.hasVolumeChecks();
+    const r = withHealthCapabilities(message, { volumeCondition: volume, volumeHealth: volume, storageHealth: view.hasStorageChecks() });
     this.deps.driverHealth?.observe(r.driver);
     return r.bytes;
   }
@@ -420,40 +400,6 @@ class ForwardedCall {
       this.deps.logger.debug({ err: (err as Error).message, method: this.info.label }, "volume not evaluated");
     }
     return undefined;
-  }
-
-  /** Runs the volume plugins on the requested volume, bounded; undefined means leave the reply alone. */
-  private async checkVolume(timeoutMs: number): Promise<VolumeVerdict | undefined> {
-    const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
-    const message = body && singleMessage(body);
-    if (!message || !this.deps.volumeChecker) return undefined;
-    let ref;
-    try {
-      ref = volumeRefFromRequest(message);
-    } catch {
-      return undefined;
-    }
-    if (!ref) return undefined;
-    const limit = Math.min(timeoutMs, this.deps.volumeCheckTimeoutMs);
-    const ac = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        this.deps.volumeChecker.check(ref, ac.signal),
-        new Promise<undefined>((resolve) => {
-          timer = setTimeout(() => {
-            ac.abort();
-            this.deps.logger.warn({ volume: ref.id, limitMs: limit }, "volume check timed out; NodeGetVolumeStats reply left unchanged");
-            resolve(undefined);
-          }, limit);
-        }),
-      ]);
-    } catch (err) {
-      this.deps.logger.warn({ err, volume: ref.id }, "volume check failed; NodeGetVolumeStats reply left unchanged");
-      return undefined;
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** Ends the call with a status, however far the reply has got. */
