@@ -1,7 +1,24 @@
 // Synthetic LNet command outputs with N network interfaces (NIs), in the shapes
 // lnetctl/lctl print (REFERENCE §4), and the plugin ABI input built from them.
 // "N NIs" = N non-loopback NIs (plus the always-present 0@lo), spread over nets
-// of at most 16 NIs each (tcp, tcp1, ..., then o2ib, o2ib1, ...).
+// of at most 16 NIs each (tcp, tcp1, ..., then o2ib, o2ib1, ...). For the
+// Lustre sources, N is the number of OSTs of one mounted file system (2.15
+// format, rendered by the demo node's fake lctl; three OSTs down).
+
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { demoRootDir } from "../../gateway/src/engine/sources/demo.js";
+import type * as FakeLustre from "../../gateway/demo/lib/fake-lustre.js";
+
+// Loaded from the demo directory at run time: bench runs from dist/, the renderer is plain JS beside the fake tools.
+const lustre = (await import(pathToFileURL(join(demoRootDir(), "lib", "fake-lustre.js")).href)) as typeof FakeLustre;
+const LUSTRE_MOUNT = "/mnt/lustre";
+const lustreDesc = (osts: number) => ({
+  version: "2.15",
+  mgsNid: "10.0.0.2@tcp",
+  since: 1764000000,
+  filesystems: [{ name: "lustrefs", instance: "ffff8f0a3b5c9000", mountpoint: LUSTRE_MOUNT, mdts: 1, osts: Math.max(1, osts), states: { OST0001: "DISCONN", OST0003: "DISCONN", OST0005: "CONNECTING" } }],
+});
 
 export function nid(i: number): string {
   const net = netName(Math.floor(i / 16));
@@ -74,8 +91,18 @@ export function allSources(n: number): Record<string, ReturnType<typeof src>> {
     "lnetctl.ping": src(ping(n)),
     "proc.modules": { ...src(procModules()), exitCode: null as unknown as number },
     "sys.net.operstate": { ...src(operstate(n)), exitCode: null as unknown as number },
+    "lctl.imports": src(lustre.renderImports(lustreDesc(n))),
+    "lctl.import_states": src(lustre.renderStates(lustreDesc(n))),
+    "lfs.getname": src(lustre.renderGetname(lustreDesc(n))),
+    "lustre.health_check": src("healthy\n"),
+    "lnetctl.net_show_health": src(netShow(n)),
+    "proc.mounts": { ...src(`10.0.0.2@tcp:/lustrefs ${LUSTRE_MOUNT} lustre rw,flock,lazystatfs 0 0\n`), exitCode: null as unknown as number },
+    "volume.statfs": { ...src(`${LUSTRE_MOUNT} ok bd00bd0 rw\n`), exitCode: null as unknown as number },
   };
 }
+
+const VOLUME_FACTS = { "volume.id": "pv1", "volume.path": LUSTRE_MOUNT, "volume.readOnly": "false" };
+const ROUND = { epoch: 1764000700, previousEpoch: 1764000670 };
 
 export function pluginInput(n: number, sources: string[], mode = "node"): string {
   const all = allSources(n);
@@ -83,9 +110,9 @@ export function pluginInput(n: number, sources: string[], mode = "node"): string
   for (const s of sources) if (all[s]) picked[s] = all[s];
   const ifaces: string[] = [];
   for (let i = 0; i < Math.max(1, n); i++) ifaces.push(iface(i));
-  return JSON.stringify({
-    mode,
-    sources: picked,
-    facts: { "lnet.selfNid": nid(0), "lnet.interfaces": ifaces.join(",") },
-  });
+  const facts: Record<string, string> = { "lnet.selfNid": nid(0), "lnet.interfaces": ifaces.join(",") };
+  // Only the health checks read these; other plugins' inputs stay as they were.
+  if (sources.includes("proc.mounts") || sources.includes("volume.statfs")) Object.assign(facts, VOLUME_FACTS);
+  const health = sources.some((s) => s.startsWith("lctl.") && s !== "lctl.list_nids") || sources.includes("lnetctl.net_show_health");
+  return JSON.stringify({ mode, sources: picked, facts, ...(health ? { round: ROUND } : {}) });
 }

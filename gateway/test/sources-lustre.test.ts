@@ -157,6 +157,14 @@ describe("Lustre client sources", () => {
     expect((await catalog.read("lustre.health_check", {})).stdout).toBe("healthy\n");
   });
 
+  it("the ni-down demo node: lustrefs still mounted, every import lost", async () => {
+    const catalog = await catalogFor(node({ base: "ni-down" }));
+    expect((await catalog.read("proc.mounts", {})).stdout).toContain(":/lustrefs ");
+    const states = (await catalog.read("lctl.imports", {})).stdout.match(/^    state: \S+$/gm);
+    expect(states).toEqual(["    state: DISCONN", "    state: CONNECTING", "    state: DISCONN", "    state: DISCONN"]);
+    expect((await catalog.read("lnetctl.net_show_health", {})).stdout).toMatch(/nid: 10\.0\.0\.10@tcp\n\s+status: down/);
+  });
+
   it("goes through --command-prefix like lnetctl", async () => {
     const n = node({ lustre: ONE_FS });
     const catalog = await catalogFor(n, { commandPrefix: ["env", "PROBEGATE_PREFIXED=1"] });

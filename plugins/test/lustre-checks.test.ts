@@ -106,3 +106,21 @@ describe("round in the input", () => {
     expect((p.check(withRound(sources, t + 20, t - 10)) as any).events).toEqual([{ reason: "Evicted", fs: "lustrefs", target: "lustrefs-OST0001", at: t }]);
   });
 });
+
+describe("input handling of the storage checks", () => {
+  const storage = ["lustre-imports", "lnet-health", "lustre-health-check"];
+  it.each(storage)("%s: not JSON -> BadInput, and cannot tell is one HealthUnknown entry", (name) => {
+    const r = JSON.parse(loadPlugin(name).checkRaw("{not json"));
+    expect(r).toMatchObject({ status: "fail", reason: "BadInput" });
+    expect(r.health).toEqual([expect.objectContaining({ status: "STORAGE_DEGRADED", reason: "HealthUnknown" })]);
+  });
+  it.each(storage)("%s: source absent -> SourceMissing, HealthUnknown", (name) => {
+    const r: any = loadPlugin(name).check(input({}));
+    expect(r).toMatchObject({ status: "fail", reason: "SourceMissing" });
+    expect(r.health).toEqual([expect.objectContaining({ status: "STORAGE_DEGRADED", reason: "HealthUnknown" })]);
+  });
+  it("volume-lustre-health: not JSON -> BadInput with a DEGRADED HealthUnknown entry", () => {
+    const r = JSON.parse(loadPlugin("volume-lustre-health").checkRaw("{not json"));
+    expect(r).toMatchObject({ status: "fail", reason: "BadInput", health: [{ status: "DEGRADED", reason: "HealthUnknown" }] });
+  });
+});

@@ -35,15 +35,19 @@ export function renderer(): { cmd: string; args: (dir: string) => string[]; vers
 /** Volume checks (volume-*) run only in gateway mode. */
 export const isVolumePlugin = (file: string) => path.basename(file).startsWith("volume-");
 
+/** Storage health checks (probe "storage", issue #30) report health, not readiness: never in --require-checks. */
+const isStoragePlugin = (dir: string) => /\.probeKind\(\s*"storage"\s*\)/.test(readFileSync(path.join(dir, "index.ts"), "utf8"));
+
 /**
- * The node checks the image bundles, as NAME.wasm: every plugins/<name>/
- * with an index.ts but the volume checks (read from the source tree, so it
- * holds before a build too).
+ * The node readiness checks the image bundles, as NAME.wasm: every
+ * plugins/<name>/ with an index.ts but the volume and storage health checks
+ * (read from the source tree, so it holds before a build too).
  */
 export function listedPlugins(): string[] {
   const dir = path.join(REPO, "plugins");
   return readdirSync(dir, { withFileTypes: true })
     .filter((d) => d.isDirectory() && !["sdk", "test", "fixtures", "node_modules"].includes(d.name) && existsSync(path.join(dir, d.name, "index.ts")))
+    .filter((d) => !isStoragePlugin(path.join(dir, d.name)))
     .map((d) => `${d.name}.wasm`)
     .filter((f) => !isVolumePlugin(f))
     .sort();

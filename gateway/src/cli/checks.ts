@@ -9,6 +9,7 @@ import { PluginRuntime } from "../runtime/runtime.js";
 import { UsageError, type Config } from "./config.js";
 import { createDemoDir, removeStaleDemoDirs, type DemoDir } from "./demo-dir.js";
 import { BUNDLED_PLUGINS_DIR } from "./package-info.js";
+import { isHostComposedSource } from "../engine/sources/host-sources.js";
 
 export interface RunningChecks {
   engine: CheckEngine;
@@ -94,7 +95,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
   const pluginsDirs = cfg.pluginsDirs.length > 0 ? cfg.pluginsDirs : [BUNDLED_PLUGINS_DIR];
   const runtime = new PluginRuntime({
     dirs: pluginsDirs,
-    isKnownSource: (name) => catalog.has(name),
+    isKnownSource: (name) => catalog.has(name) || isHostComposedSource(name),
     timeoutMs: cfg.pluginTimeoutMs,
     memoryMiB: cfg.pluginMemoryMiB,
     quarantineAfter: cfg.quarantineAfter,

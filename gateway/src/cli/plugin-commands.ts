@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { pino } from "pino";
+import { isHostComposedSource } from "../engine/sources/host-sources.js";
 import { FAULT_KINDS, parseDuration, SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
 import type { CaseSpec } from "../plugin-test/plugin-under-test.js";
 import { inspectPlugin, type InspectResult } from "../runtime/inspect.js";
@@ -393,7 +394,7 @@ async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> 
   const catalog = await catalogWith(values.sources, io);
   const bytes = await readPluginFile(file, io);
   if (!bytes) return EXIT.error;
-  const info = await inspectPlugin(bytes, { file, isKnownSource: (n) => catalog.has(n) });
+  const info = await inspectPlugin(bytes, { file, isKnownSource: (n) => catalog.has(n) || isHostComposedSource(n) });
   let config: ResolvedConfig | null = null;
   if (info.manifest) config = await resolveConfig(values.config, dirname(resolve(io.cwd, file)), file, info.manifest, io);
   const out = { ...info, config: config === null ? null : config.ok ? { file: config.file ?? null, sha256: config.sha256 ?? null, value: config.value ?? null } : { error: config.message } };

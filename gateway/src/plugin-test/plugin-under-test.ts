@@ -5,6 +5,7 @@
 import { buildCheckInput, type RoundInfo } from "../engine/check-input.js";
 import type { SavedOutput, SourceCatalog, SourceResult } from "../engine/sources/index.js";
 import { replayOutput, replayProblem } from "../engine/sources/replay.js";
+import { HOST_COMPOSED_SOURCES } from "../engine/sources/host-sources.js";
 import { callCheck, type CheckOutcome } from "../runtime/check-call.js";
 import { applyHealthFamily } from "../runtime/health-output.js";
 import { loadPlugin } from "../runtime/loader.js";
@@ -17,7 +18,7 @@ import type { HealthOutputEntry, HealthOutputEvent, LoadedPlugin, PluginManifest
  * statfs prober implements `volume.statfs`): known here so fixtures of volume
  * plugins can give them; replayed as generated output (they cannot fail).
  */
-const HOST_SOURCES = new Set(["volume.statfs"]);
+const HOST_SOURCES = new Set(HOST_COMPOSED_SOURCES);
 const HOST_SOURCE_CAP = 1024 * 1024;
 
 export interface CaseSpec {

@@ -220,7 +220,7 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
     ),
     commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd }, ctx),
     commandSource({ name: "lustre.health_check", argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
-    // Verbosity 3 is the lowest that prints every NI's `health stats` (`health value`) in 2.12–2.17.
+    // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
     commandSource({ name: "lnetctl.net_show_health", argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
     ...(ctx.statfs ? [statfsSource("volume.statfs", ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes)] : []),
   ];
