@@ -151,8 +151,14 @@ export class HealthOracle {
     for (const e of entries) this.seen[`${e.status}/${e.reason}`] = (this.seen[`${e.status}/${e.reason}`] ?? 0) + 1;
   }
 
-  /** `fault`: the Lustre state at the answer and since when; `lctlPresent`: whether the tools are on PATH; `quietSince`: every fault gone since (undefined: a fault is in force). */
-  storage(sentAt: number, entries: readonly HealthAnswerEntry[], fault: { state: string; since: number }, lctlPresent: boolean, quietSince: number | undefined): void {
+  /**
+   * `fault`: the Lustre state at the answer and since when; `lctlSince`: since
+   * when lctl has been on PATH (undefined: it is not; a failure is cached for
+   * up to a TTL after it returns); `quietSince`: every fault gone since
+   * (undefined: a fault is in force).
+   */
+  storage(sentAt: number, entries: readonly HealthAnswerEntry[], fault: { state: string; since: number }, lctlSince: number | undefined, quietSince: number | undefined): void {
+    const lctlPresent = lctlSince !== undefined && sentAt - lctlSince > this.bounds.detectMs;
     this.checked++;
     this.tally(entries);
     const age = sentAt - fault.since;
@@ -168,11 +174,13 @@ export class HealthOracle {
     }
   }
 
-  volume(sentAt: number, volumeId: string, entries: readonly HealthAnswerEntry[], hungSince: number | undefined, quietSince: number | undefined): void {
+  /** A hung mount must be INACCESSIBLE; while lctl is gone (the check cannot read the imports) it must at least be adverse (HealthUnknown, as the contract says). */
+  volume(sentAt: number, volumeId: string, entries: readonly HealthAnswerEntry[], hungSince: number | undefined, quietSince: number | undefined, lctlSince: number | undefined): void {
     this.checked++;
     this.tally(entries);
+    const lctlPresent = lctlSince !== undefined && sentAt - lctlSince > this.bounds.detectMs;
     if (hungSince !== undefined && hungSince <= sentAt && sentAt - hungSince > this.bounds.hungMs) {
-      if (!entries.some((e) => e.status === "INACCESSIBLE")) {
+      if (entries.length === 0 || (lctlPresent && !entries.some((e) => e.status === "INACCESSIBLE"))) {
         this.violate(sentAt, `volume ${volumeId}`, "not INACCESSIBLE while its mount hangs", `${sentAt - hungSince} ms hung; ${entries.map((e) => `${e.status}/${e.reason}`).join(",") || "empty"}`);
       }
     }

@@ -222,6 +222,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   };
   const healthOracle = new HealthOracle(healthBounds, t0);
   let lustreQuietSince: number | undefined = t0;
+  /** Since when lctl has been on PATH (the LNet fault "missing" takes it off); undefined while it is not. */
+  let lctlSince: number | undefined = t0;
   const rec = new Recorder(t0, o.windowMs, o.slackMs);
   const loops = new Loops();
   const connect = new ConnectClients();
@@ -247,14 +249,13 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const healthA = new HealthCalls(targetA);
   const healthB = new HealthCalls(targetB);
   const volumes = lustre?.volumes ?? [{ id: "lustrefs/vol-steady", target: path.join(work, "kubelet/pods/p/volumes/kubernetes.io~csi/pv-steady/mount"), hangs: false }];
-  const lctlPresent = () => lnet.state !== "missing";
-  loops.every(hz(2), 20, () => healthA.storage(rec, (at, entries) => lustre && healthOracle.storage(at, entries, lustre, lctlPresent(), lustreQuietSince)), () => rec.skipped("node-storage-health"));
+  loops.every(hz(2), 20, () => healthA.storage(rec, (at, entries) => lustre && healthOracle.storage(at, entries, lustre, lctlSince, lustreQuietSince)), () => rec.skipped("node-storage-health"));
   loops.every(hz(1), 20, () => healthB.storage(rec), () => rec.skipped("gateway-storage-health"));
   for (const v of volumes) {
     loops.every(hz(2), 20, () => healthA.volume(rec, v.id, v.target, (at, entries) => {
       if (!lustre) return;
       const hungSince = v.hangs && lustre.state === "mount-hung" ? lustre.since : undefined;
-      healthOracle.volume(at, v.id, entries, hungSince, lustreQuietSince);
+      healthOracle.volume(at, v.id, entries, hungSince, lustreQuietSince, lctlSince);
     }), () => rec.skipped("node-volume-health"));
   }
   loops.every(hz(1), 20, () => healthB.volume(rec, "soak-vol", "/var/lib/kubelet/pods/p/volumes/v/mount"), () => rec.skipped("gateway-volume-health"));
@@ -265,8 +266,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   loops.schedule(
     () => rng.between(...o.faultDwellMs),
     () => {
+      const was = lnet.state;
       const s = lnet.step();
       lnetSince = Date.now();
+      if (s === "missing") lctlSince = undefined;
+      else if (was === "missing") lctlSince = Date.now();
       if (s !== "healthy") bump(`lnet-${s}`);
       events.node++;
       events.gateway++;

@@ -85,33 +85,40 @@ describe("storage/volume health oracle", () => {
   it("an evicted MDT must show past its bound: empty or only degraded is a violation, cannot-tell is not while lctl is gone", () => {
     const o = new HealthOracle(hb, 0);
     const fault = { state: "mdt-evicted", since: 1_000 };
-    o.storage(5_000, [], fault, true, undefined); // within the bound
+    o.storage(5_000, [], fault, 0, undefined); // within the bound
     expect(o.violationCount).toBe(0);
-    o.storage(12_000, [], fault, true, undefined);
-    o.storage(12_000, [unknown], fault, true, undefined);
+    o.storage(12_000, [], fault, 0, undefined);
+    o.storage(12_000, [unknown], fault, 0, undefined);
     expect(o.violationCount).toBe(2);
-    o.storage(12_000, [unknown], fault, false, undefined);
-    o.storage(12_000, [U], fault, true, undefined);
-    expect(o.violationCount).toBe(2);
+    o.storage(12_000, [unknown], fault, undefined, undefined); // lctl gone
+    o.storage(12_000, [unknown], fault, 8_000, undefined); // back, its failure may still be cached
+    o.storage(12_000, [], fault, undefined, undefined);
+    expect(o.violationCount).toBe(3);
+    o.storage(12_000, [U], fault, 0, undefined);
+    expect(o.violationCount).toBe(3);
   });
 
   it("a hung mount must make its volume INACCESSIBLE past its bound; Lustre entries must go after recovery", () => {
     const o = new HealthOracle(hb, 0);
-    o.volume(10_000, "v", [], 1_000, undefined);
+    o.volume(10_000, "v", [], 1_000, undefined, 0);
     expect(o.violationCount).toBe(0);
-    o.volume(17_000, "v", [], 1_000, undefined);
-    o.volume(17_000, "v", [{ status: "DEGRADED", reason: "HealthUnknown" }], 1_000, undefined);
+    o.volume(17_000, "v", [], 1_000, undefined, 0);
+    o.volume(17_000, "v", [{ status: "DEGRADED", reason: "HealthUnknown" }], 1_000, undefined, 0);
     expect(o.violationCount).toBe(2);
-    o.volume(17_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], 1_000, undefined);
+    o.volume(17_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], 1_000, undefined, 0);
+    // lctl gone: the check can only say it cannot tell, which is adverse; empty is still a violation.
+    o.volume(17_000, "v", [{ status: "DEGRADED", reason: "HealthUnknown" }], 1_000, undefined, undefined);
     expect(o.violationCount).toBe(2);
+    o.volume(17_000, "v", [], 1_000, undefined, undefined);
+    expect(o.violationCount).toBe(3);
     // Recovered at 30 s: stale MountHung / Evicted within the bound is fine, after it is not.
-    o.volume(40_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], undefined, 30_000);
-    o.storage(40_000, [U], { state: "healthy", since: 30_000 }, true, 30_000);
-    expect(o.violationCount).toBe(2);
-    o.volume(51_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], undefined, 30_000);
-    o.storage(51_000, [U], { state: "healthy", since: 30_000 }, true, 30_000);
-    o.storage(51_000, [{ status: "STORAGE_DEGRADED", reason: "LnetNiDegraded" }], { state: "healthy", since: 30_000 }, true, 30_000);
-    expect(o.violationCount).toBe(4);
+    o.volume(40_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], undefined, 30_000, 0);
+    o.storage(40_000, [U], { state: "healthy", since: 30_000 }, 0, 30_000);
+    expect(o.violationCount).toBe(3);
+    o.volume(51_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], undefined, 30_000, 0);
+    o.storage(51_000, [U], { state: "healthy", since: 30_000 }, 0, 30_000);
+    o.storage(51_000, [{ status: "STORAGE_DEGRADED", reason: "LnetNiDegraded" }], { state: "healthy", since: 30_000 }, 0, 30_000);
+    expect(o.violationCount).toBe(5);
     expect(o.seen["STORAGE_UNREACHABLE/Evicted"]).toBe(2);
   });
 });
