@@ -98,3 +98,94 @@ export class ReadinessOracle {
     }
   }
 }
+
+export interface HealthBounds {
+  /** A Lustre fault in force longer than this must show in the answers (interval + source TTL and timeout + grace). */
+  detectMs: number;
+  /** A hung mount longer than this must make its volume INACCESSIBLE (statfs bound + the above). */
+  hungMs: number;
+  /** Every fault gone longer than this: no entry about it may remain. */
+  recoverMs: number;
+}
+
+export interface HealthViolation {
+  at: number;
+  rpc: string;
+  what: string;
+  detail: string;
+}
+
+/** An entry of a health answer, status as the enum's name. */
+export interface HealthAnswerEntry {
+  status: string;
+  reason: string;
+}
+
+/**
+ * The storage and volume health invariants, checked on every answer of
+ * NodeGetStorageHealth and NodeGetVolumeHealth on the node-mode gateway:
+ * - fail closed: while the MDT is evicted (longer than the bound) the storage
+ *   answer is never empty, and it says STORAGE_UNREACHABLE unless lctl itself
+ *   is gone (then "cannot tell" is the honest, still adverse, answer);
+ * - a hung mount (longer than its bound) makes that volume INACCESSIBLE, never
+ *   an empty (healthy) answer;
+ * - no stale news: once every fault has been gone longer than the recovery
+ *   bound, no Lustre entry remains (an eviction that recovered is counted, not
+ *   reported).
+ */
+export class HealthOracle {
+  checked = 0;
+  violationCount = 0;
+  readonly violations: HealthViolation[] = [];
+  /** Answers that carried an adverse entry, per reason. */
+  readonly seen: Record<string, number> = {};
+
+  constructor(private readonly bounds: HealthBounds, private readonly t0: number) {}
+
+  private violate(at: number, rpc: string, what: string, detail: string): void {
+    this.violationCount++;
+    if (this.violations.length < 50) this.violations.push({ at: at - this.t0, rpc, what, detail });
+  }
+
+  private tally(entries: readonly HealthAnswerEntry[]): void {
+    for (const e of entries) this.seen[`${e.status}/${e.reason}`] = (this.seen[`${e.status}/${e.reason}`] ?? 0) + 1;
+  }
+
+  /**
+   * `fault`: the Lustre state at the answer and since when; `lctlSince`: since
+   * when lctl has been on PATH (undefined: it is not; a failure is cached for
+   * up to a TTL after it returns); `quietSince`: every fault gone since
+   * (undefined: a fault is in force).
+   */
+  storage(sentAt: number, entries: readonly HealthAnswerEntry[], fault: { state: string; since: number }, lctlSince: number | undefined, quietSince: number | undefined): void {
+    const lctlPresent = lctlSince !== undefined && sentAt - lctlSince > this.bounds.detectMs;
+    this.checked++;
+    this.tally(entries);
+    const age = sentAt - fault.since;
+    if (fault.state === "mdt-evicted" && fault.since <= sentAt && age > this.bounds.detectMs) {
+      if (entries.length === 0) this.violate(sentAt, "storage", "empty while the MDT is evicted", `${age} ms after the eviction`);
+      else if (lctlPresent && !entries.some((e) => e.status === "STORAGE_UNREACHABLE")) {
+        this.violate(sentAt, "storage", "no STORAGE_UNREACHABLE while the MDT is evicted", entries.map((e) => `${e.status}/${e.reason}`).join(","));
+      }
+    }
+    if (quietSince !== undefined && quietSince <= sentAt && sentAt - quietSince > this.bounds.recoverMs) {
+      const stale = entries.filter((e) => /^(Evicted|MdtUnreachable|OstUnreachable|MgsUnreachable)$/.test(e.reason));
+      if (stale.length > 0) this.violate(sentAt, "storage", "Lustre entry after every fault had gone", stale.map((e) => `${e.status}/${e.reason}`).join(","));
+    }
+  }
+
+  /** A hung mount must be INACCESSIBLE; while lctl is gone (the check cannot read the imports) it must at least be adverse (HealthUnknown, as the contract says). */
+  volume(sentAt: number, volumeId: string, entries: readonly HealthAnswerEntry[], hungSince: number | undefined, quietSince: number | undefined, lctlSince: number | undefined): void {
+    this.checked++;
+    this.tally(entries);
+    const lctlPresent = lctlSince !== undefined && sentAt - lctlSince > this.bounds.detectMs;
+    if (hungSince !== undefined && hungSince <= sentAt && sentAt - hungSince > this.bounds.hungMs) {
+      if (entries.length === 0 || (lctlPresent && !entries.some((e) => e.status === "INACCESSIBLE"))) {
+        this.violate(sentAt, `volume ${volumeId}`, "not INACCESSIBLE while its mount hangs", `${sentAt - hungSince} ms hung; ${entries.map((e) => `${e.status}/${e.reason}`).join(",") || "empty"}`);
+      }
+    }
+    if (quietSince !== undefined && quietSince <= sentAt && sentAt - quietSince > this.bounds.recoverMs && entries.some((e) => e.reason === "MountHung")) {
+      this.violate(sentAt, `volume ${volumeId}`, "MountHung after the mount answers again", `${sentAt - quietSince} ms after`);
+    }
+  }
+}

@@ -8,7 +8,10 @@ import { esc } from "../report/svg.js";
 import { mdTable } from "../report/table.js";
 import type { FuzzStats } from "./fuzz-edge.js";
 import type { GatewayProc, LogCounts, ProcSample } from "./gateway-proc.js";
-import type { OracleBounds, ReadinessOracle, ReadinessViolation } from "./oracle.js";
+import type { HealthOracle, OracleBounds, ReadinessOracle, ReadinessViolation } from "./oracle.js";
+
+/** Child processes a gateway may have at once: its tools (single-flight, one per source) and one statfs per hung mount. */
+export const CHILDREN_BOUND = 24;
 import type { SoakOptions } from "./options.js";
 import type { KindCounts, Recorder, WindowStat } from "./recorder.js";
 import { percentile, theilSen, windowMinima } from "./stats.js";
@@ -54,6 +57,8 @@ export interface SoakReport extends RunCounts {
   requestExamples: Recorder["examples"];
   gateways: GatewayReport[];
   invariants: Invariant[];
+  /** The storage/volume health answers checked on the node-mode gateway. */
+  healthAnswers?: { checked: number; seen: Record<string, number>; violations: HealthOracle["violations"] };
   summary: { requests: number; faults: number; violations: number };
   markdown: string;
 }
@@ -65,6 +70,7 @@ interface Input extends RunCounts {
   finishedAt: number;
   rec: Recorder;
   gateways: Array<{ proc: GatewayProc; oracle: ReadinessOracle; events: number; exitCode: number | null }>;
+  health?: HealthOracle;
 }
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
@@ -130,6 +136,8 @@ export function buildReport(x: Input): SoakReport {
     { id: "logs", what: "gateways logging more than 100 + 40 per fault event (no line per request)", count: gateways.filter((g) => g.logs.lines > g.logs.bound).length, bound: "0" },
     { id: "node-condition", what: "the Node condition not matching /readyz within 60 s once the API server is back for good", count: x.kube.converged ? 0 : 1, bound: "0" },
     { id: "fuzz", what: "edge-fuzz cases without a well-formed answer or clean reset, or after which Probe went unanswered", count: fuzzFatal, bound: "0" },
+    { id: "health", what: "storage/volume health answers that hide a fault past its bound (empty or not UNREACHABLE while the MDT is evicted, not INACCESSIBLE while the mount hangs) or keep one after recovery", count: x.health?.violationCount ?? 0, bound: "0" },
+    { id: "children", what: `gateways with more than ${CHILDREN_BOUND} child processes at a sample (hung statfs or tools accumulating)`, count: gateways.filter((g) => !(g.children.max <= CHILDREN_BOUND)).length, bound: "0" },
     { id: "soak-driver", what: "unhandled rejections in the soak driver itself", count: x.driver.unhandled.length, bound: "0" },
   ];
   const report: SoakReport = {
@@ -156,6 +164,7 @@ export function buildReport(x: Input): SoakReport {
     driver: x.driver,
     gateways,
     invariants,
+    ...(x.health ? { healthAnswers: { checked: x.health.checked, seen: x.health.seen, violations: x.health.violations } } : {}),
     summary: { requests: sum((k) => k.sent), faults: Object.values(x.faults).reduce((a, b) => a + b, 0), violations: invariants.reduce((a, i) => a + i.count, 0) },
     markdown: "",
   };
@@ -168,6 +177,10 @@ export function renderMarkdown(r: SoakReport): string {
   const mins = (r.meta.durationS / 60).toFixed(1);
   out.push(`# probegate soak — ${r.meta.startedAt}, ${mins} min, seed ${r.meta.seed}`, "", `node ${r.meta.node}, ${r.meta.cpus} CPUs (${r.meta.cpuModel})`, "");
   out.push("## Invariants", "", mdTable(["invariant", "violations"], r.invariants.map((i) => [i.what, i.count])), "");
+  if (r.healthAnswers) {
+    const seen = Object.entries(r.healthAnswers.seen).sort((x, y) => y[1] - x[1]).map(([k, n]) => `${k} ${n}`).join(", ");
+    out.push(`Storage/volume health answers checked on the node-mode gateway: ${r.healthAnswers.checked}; entries seen: ${seen || "none"}.`, "");
+  }
   out.push(
     "## Requests by kind",
     "",
@@ -211,6 +224,7 @@ export function renderMarkdown(r: SoakReport): string {
     ...r.requestExamples.slice(0, 10).map((e) => `- request ${e.kind} at +${(e.at / 1000).toFixed(0)} s: ${e.outcome} — ${e.detail}`),
     ...r.gateways.flatMap((g) => g.readiness.examples.slice(0, 5).map((v) => `- ${g.name}: ready on ${v.observer} at +${(v.at / 1000).toFixed(0)} s, ${v.cause} for ${v.afterMs} ms`)),
     ...r.fuzz.violations.slice(0, 10).map((v) => `- fuzz ${v.kind} ${v.what}: ${v.detail}`),
+    ...(r.healthAnswers?.violations ?? []).slice(0, 10).map((v) => `- health +${(v.at / 1000).toFixed(1)}s ${v.rpc}: ${v.what} (${v.detail})`),
     ...r.gateways.flatMap((g) => g.crashes.map((c) => `- ${g.name} crashed at +${(c.at / 1000).toFixed(0)} s (${c.code ?? c.signal}): ${c.tail.split("\n").slice(-3).join(" | ")}`)),
   ];
   if (ex.length) out.push("## Violations (first of each)", "", ...ex, "");

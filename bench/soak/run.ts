@@ -13,13 +13,14 @@ import { isMain } from "../lib/main.js";
 import { EdgeFuzzer, type FuzzKind, type FuzzStats } from "./fuzz-edge.js";
 import { GatewayProc } from "./gateway-proc.js";
 import { LnetFaults } from "./lnet-faults.js";
-import { ReadinessOracle, type Cause, type OracleBounds } from "./oracle.js";
+import { LustreFaults } from "./lustre-faults.js";
+import { HealthOracle, ReadinessOracle, type Cause, type HealthBounds, type OracleBounds } from "./oracle.js";
 import { parseOptions, USAGE, type SoakOptions } from "./options.js";
 import { ConfigMapDir, PlainDir, PluginChurn, compileKinds } from "./plugin-churn.js";
 import { Recorder } from "./recorder.js";
 import { buildReport, writeReport, type SoakReport } from "./report.js";
 import { Rng } from "./rng.js";
-import { ConnectClients, Forwarder, probeUnix, healthTcp, httpGet, type Target } from "./traffic.js";
+import { ConnectClients, Forwarder, HealthCalls, probeUnix, healthTcp, httpGet, type Target } from "./traffic.js";
 import { connectSession, grpcUnary } from "./grpc-call.js";
 import { FLOOD_MODES, startFlood } from "./conn-flood.js";
 import { PROBE_PATH } from "../lib/grpc.js";
@@ -118,6 +119,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   log(`work dir ${work}; compiling the churn plugins (cached after the first run)`);
   const kinds = await compileKinds(root);
   const lnet = new LnetFaults(work, rng);
+  // Lustre client faults behind the storage/volume health RPCs (needs the demo's fake Lustre client).
+  const lustre = await LustreFaults.create(root, lnet.node.dir, lnet.node.procfs, lnet.binDir, work, rng);
+  if (!lustre) log("no fake Lustre client in this tree (gateway/demo/lib/fake-lustre.js): the health RPCs are called, Lustre faults are not driven");
   const bundledDir = path.join(root, "dist/plugins");
   const bundled = new Map(fs.readdirSync(bundledDir).filter((f) => f.endsWith(".wasm")).map((f) => [f, fs.readFileSync(path.join(bundledDir, f))] as [string, Uint8Array]));
   const dirA = new PlainDir(path.join(work, "plugins-a"));
@@ -154,7 +158,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   fs.writeFileSync(kubeconfig, kube.kubeconfig("soak-token"));
   const kubeArgs = !o.kube ? [] : [`--kubeconfig=${kubeconfig}`, `--node-name=${KUBE_NODE}`, `--node-condition=${KUBE_CONDITION}`, `--node-taint=${KUBE_TAINT}:NoSchedule`, "--node-taint-mode=continuous"];
 
-  const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, "--log-level=info"];
+  const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, `--kubelet-dir=${path.join(work, "kubelet")}`, "--log-level=info"];
   const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...kubeArgs, ...common] }, t0);
   const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...common] }, t0);
   // Interrupted (^C, SIGTERM): take the gateways and the driver down too, and
@@ -210,6 +214,16 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   end = startedAt + o.durationMs;
   noteAll();
 
+  // Storage/volume health bounds: a round, the command cache and timeout, the statfs bound (5 s) for a hang, the grace.
+  const healthBounds: HealthBounds = {
+    detectMs: o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + SOURCE_DEFAULTS.commandTimeoutMs + o.graceMs,
+    hungMs: 5_000 + o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + o.graceMs,
+    recoverMs: 2 * o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + SOURCE_DEFAULTS.commandTimeoutMs + o.graceMs,
+  };
+  const healthOracle = new HealthOracle(healthBounds, t0);
+  let lustreQuietSince: number | undefined = t0;
+  /** Since when lctl has been on PATH (the LNet fault "missing" takes it off); undefined while it is not. */
+  let lctlSince: number | undefined = t0;
   const rec = new Recorder(t0, o.windowMs, o.slackMs);
   const loops = new Loops();
   const connect = new ConnectClients();
@@ -230,14 +244,33 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   }
   for (const m of fwd.methods()) loops.every(hz(1), 30, () => fwd.call(rec, m), () => rec.skipped(`forward-${m}`));
 
+  // kubelet 1.37's health calls (every minute in a real kubelet; here a few a second), on both gateways;
+  // the invariants are checked on the node-mode gateway, whose faults the soak drives.
+  const healthA = new HealthCalls(targetA);
+  const healthB = new HealthCalls(targetB);
+  const volumes = lustre?.volumes ?? [{ id: "lustrefs/vol-steady", target: path.join(work, "kubelet/pods/p/volumes/kubernetes.io~csi/pv-steady/mount"), hangs: false }];
+  loops.every(hz(2), 20, () => healthA.storage(rec, (at, entries) => lustre && healthOracle.storage(at, entries, lustre, lctlSince, lustreQuietSince)), () => rec.skipped("node-storage-health"));
+  loops.every(hz(1), 20, () => healthB.storage(rec), () => rec.skipped("gateway-storage-health"));
+  for (const v of volumes) {
+    loops.every(hz(2), 20, () => healthA.volume(rec, v.id, v.target, (at, entries) => {
+      if (!lustre) return;
+      const hungSince = v.hangs && lustre.state === "mount-hung" ? lustre.since : undefined;
+      healthOracle.volume(at, v.id, entries, hungSince, lustreQuietSince, lctlSince);
+    }), () => rec.skipped("node-volume-health"));
+  }
+  loops.every(hz(1), 20, () => healthB.volume(rec, "soak-vol", "/var/lib/kubelet/pods/p/volumes/v/mount"), () => rec.skipped("gateway-volume-health"));
+
   // Faults: LNet tools, plugin directories, the upstream driver.
   const faults: Record<string, number> = {};
   const bump = (k: string) => (faults[k] = (faults[k] ?? 0) + 1);
   loops.schedule(
     () => rng.between(...o.faultDwellMs),
     () => {
+      const was = lnet.state;
       const s = lnet.step();
       lnetSince = Date.now();
+      if (s === "missing") lctlSince = undefined;
+      else if (was === "missing") lctlSince = Date.now();
       if (s !== "healthy") bump(`lnet-${s}`);
       events.node++;
       events.gateway++;
@@ -280,6 +313,17 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
         bump("upstream-restart");
       }
       noteAll();
+    },
+  );
+
+  if (lustre) loops.schedule(
+    () => rng.between(...o.faultDwellMs),
+    () => {
+      const s = lustre.step();
+      lustreQuietSince = s === "healthy" ? Date.now() : undefined;
+      if (s !== "healthy") bump(`lustre-${s}`);
+      events.node++;
+      events.gateway++;
     },
   );
 
@@ -419,6 +463,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   await Promise.race([Promise.allSettled([...loops.inflight]), sleep(35_000)]);
   await fuzzLoop;
   fwd.close();
+  healthA.close();
+  healthB.close();
+  lustre?.release();
   // Once the API server is back for good, the Node condition must come to match the verdict.
   if (kubeDown) await kube.accept();
   kube.clearFaults();
@@ -454,7 +501,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     bounds,
     faults,
     churn: { plain: churnA.actions, configmap: { ...churnB.actions, swaps: dirB.swaps } },
-    lnetInjected: lnet.injected,
+    lnetInjected: { ...lnet.injected, ...Object.fromEntries(Object.entries(lustre?.injected ?? {}).map(([k, v]) => [`lustre-${k}`, v])) },
+    health: healthOracle,
     upstream: { kills: driverKills, starts: driverStarts },
     bursts,
     kube: kubeConverged,

@@ -3,12 +3,18 @@
 // readiness oracle.
 import http from "node:http";
 import type http2 from "node:http2";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import {
   Identity,
+  NodeGetStorageHealthRequestSchema,
+  NodeGetStorageHealthResponseSchema,
+  NodeGetVolumeHealthRequestSchema,
+  NodeGetVolumeHealthResponseSchema,
   NodeGetVolumeStatsRequestSchema,
+  StorageHealthErrorType,
+  VolumeHealthErrorType,
   NodePublishVolumeRequestSchema,
   NodeStageVolumeRequestSchema,
   NodeUnpublishVolumeRequestSchema,
@@ -211,6 +217,61 @@ export class Forwarder {
     const { r, outage } = await watched(this.t, () => grpcUnary(this.sessionFor(), `/csi.v1.Node/${method}`, this.messages[method], { timeoutMs: CALL_DEADLINE_MS, capMs: HARD_CAP_MS }));
     if (r.kind === "transport") this.session?.destroy();
     rec.record(`forward-${method}`, { ...fromCall(r), ms: r.ms, deadlineMs: CALL_DEADLINE_MS, outage });
+  }
+
+  close(): void {
+    this.session?.destroy();
+  }
+}
+
+/**
+ * kubelet 1.37's health calls on the CSI socket, over one kept connection:
+ * NodeGetStorageHealth, and NodeGetVolumeHealth for each volume it mounted.
+ * Each must answer in time (from memory, whatever the mounts do); the
+ * decoded entries go to `onAnswer` for the health invariants.
+ */
+export class HealthCalls {
+  private session: http2.ClientHttp2Session | undefined;
+  private readonly storageRequest = toBinary(NodeGetStorageHealthRequestSchema, create(NodeGetStorageHealthRequestSchema));
+
+  constructor(private readonly t: Target) {}
+
+  private sessionFor(): http2.ClientHttp2Session {
+    if (!this.session || this.session.closed || this.session.destroyed) this.session = connectSession({ socketPath: this.t.proc.spec.socket });
+    return this.session;
+  }
+
+  async storage(rec: Recorder, onAnswer?: (sentAt: number, entries: Array<{ status: string; reason: string }>) => void): Promise<void> {
+    const { r, outage, sentAt } = await watched(this.t, () => grpcUnary(this.sessionFor(), "/csi.v1.Node/NodeGetStorageHealth", this.storageRequest, { timeoutMs: CALL_DEADLINE_MS, capMs: HARD_CAP_MS }));
+    if (r.kind === "transport") this.session?.destroy();
+    const outcome = rec.record(`${this.t.proc.spec.name}-storage-health`, { ...fromCall(r), ms: r.ms, deadlineMs: CALL_DEADLINE_MS, outage });
+    if (outcome !== "ok" || r.kind !== "ok") return;
+    let entries: Array<{ status: string; reason: string }>;
+    try {
+      entries = fromBinary(NodeGetStorageHealthResponseSchema, r.message).backendHealth.map((b) => ({ status: StorageHealthErrorType[b.status] ?? String(b.status), reason: b.reason }));
+    } catch {
+      rec.record(`${this.t.proc.spec.name}-storage-health-decode`, { outcome: "broken", ms: r.ms, deadlineMs: CALL_DEADLINE_MS, detail: "NodeGetStorageHealthResponse does not decode" });
+      return;
+    }
+    onAnswer?.(sentAt, entries);
+  }
+
+  async volume(rec: Recorder, volumeId: string, publishPath: string, onAnswer?: (sentAt: number, entries: Array<{ status: string; reason: string }>) => void): Promise<void> {
+    const req = toBinary(NodeGetVolumeHealthRequestSchema, create(NodeGetVolumeHealthRequestSchema, { volumeId, volumePublishPath: publishPath }));
+    const { r, outage, sentAt } = await watched(this.t, () => grpcUnary(this.sessionFor(), "/csi.v1.Node/NodeGetVolumeHealth", req, { timeoutMs: CALL_DEADLINE_MS, capMs: HARD_CAP_MS }));
+    if (r.kind === "transport") this.session?.destroy();
+    const outcome = rec.record(`${this.t.proc.spec.name}-volume-health`, { ...fromCall(r), ms: r.ms, deadlineMs: CALL_DEADLINE_MS, outage });
+    if (outcome !== "ok" || r.kind !== "ok") return;
+    let entries: Array<{ status: string; reason: string }>;
+    try {
+      const v = fromBinary(NodeGetVolumeHealthResponseSchema, r.message).volumeHealth;
+      if (v && v.volumeId !== volumeId) throw new Error("another volume's answer");
+      entries = (v?.healthStatuses ?? []).map((e) => ({ status: VolumeHealthErrorType[e.status] ?? String(e.status), reason: e.reason }));
+    } catch {
+      rec.record(`${this.t.proc.spec.name}-volume-health-decode`, { outcome: "broken", ms: r.ms, deadlineMs: CALL_DEADLINE_MS, detail: "NodeGetVolumeHealthResponse does not decode or names another volume" });
+      return;
+    }
+    onAnswer?.(sentAt, entries);
   }
 
   close(): void {

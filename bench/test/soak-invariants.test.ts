@@ -1,7 +1,7 @@
 // The soak's judges on their own: the readiness oracle, the deadline
 // classification and the slope, fed with hand-made histories.
 import { describe, expect, it } from "vitest";
-import { ReadinessOracle } from "../soak/oracle.js";
+import { HealthOracle, ReadinessOracle } from "../soak/oracle.js";
 import { Recorder } from "../soak/recorder.js";
 import { theilSen, windowMinima } from "../soak/stats.js";
 
@@ -74,5 +74,51 @@ describe("slope of window minima", () => {
     const flat = Array.from({ length: 600 }, (_, i) => ({ t: i * 1000, v: i > 540 ? 140 : 100 + (i % 5) }));
     const f = windowMinima(flat, 30_000);
     expect(Math.abs(theilSen(f.map((p) => p.t / hour), f.map((p) => p.v)))).toBeLessThan(1);
+  });
+});
+
+describe("storage/volume health oracle", () => {
+  const hb = { detectMs: 10_000, hungMs: 15_000, recoverMs: 20_000 };
+  const U = { status: "STORAGE_UNREACHABLE", reason: "Evicted" };
+  const unknown = { status: "STORAGE_DEGRADED", reason: "HealthUnknown" };
+
+  it("an evicted MDT must show past its bound: empty or only degraded is a violation, cannot-tell is not while lctl is gone", () => {
+    const o = new HealthOracle(hb, 0);
+    const fault = { state: "mdt-evicted", since: 1_000 };
+    o.storage(5_000, [], fault, 0, undefined); // within the bound
+    expect(o.violationCount).toBe(0);
+    o.storage(12_000, [], fault, 0, undefined);
+    o.storage(12_000, [unknown], fault, 0, undefined);
+    expect(o.violationCount).toBe(2);
+    o.storage(12_000, [unknown], fault, undefined, undefined); // lctl gone
+    o.storage(12_000, [unknown], fault, 8_000, undefined); // back, its failure may still be cached
+    o.storage(12_000, [], fault, undefined, undefined);
+    expect(o.violationCount).toBe(3);
+    o.storage(12_000, [U], fault, 0, undefined);
+    expect(o.violationCount).toBe(3);
+  });
+
+  it("a hung mount must make its volume INACCESSIBLE past its bound; Lustre entries must go after recovery", () => {
+    const o = new HealthOracle(hb, 0);
+    o.volume(10_000, "v", [], 1_000, undefined, 0);
+    expect(o.violationCount).toBe(0);
+    o.volume(17_000, "v", [], 1_000, undefined, 0);
+    o.volume(17_000, "v", [{ status: "DEGRADED", reason: "HealthUnknown" }], 1_000, undefined, 0);
+    expect(o.violationCount).toBe(2);
+    o.volume(17_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], 1_000, undefined, 0);
+    // lctl gone: the check can only say it cannot tell, which is adverse; empty is still a violation.
+    o.volume(17_000, "v", [{ status: "DEGRADED", reason: "HealthUnknown" }], 1_000, undefined, undefined);
+    expect(o.violationCount).toBe(2);
+    o.volume(17_000, "v", [], 1_000, undefined, undefined);
+    expect(o.violationCount).toBe(3);
+    // Recovered at 30 s: stale MountHung / Evicted within the bound is fine, after it is not.
+    o.volume(40_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], undefined, 30_000, 0);
+    o.storage(40_000, [U], { state: "healthy", since: 30_000 }, 0, 30_000);
+    expect(o.violationCount).toBe(3);
+    o.volume(51_000, "v", [{ status: "INACCESSIBLE", reason: "MountHung" }], undefined, 30_000, 0);
+    o.storage(51_000, [U], { state: "healthy", since: 30_000 }, 0, 30_000);
+    o.storage(51_000, [{ status: "STORAGE_DEGRADED", reason: "LnetNiDegraded" }], { state: "healthy", since: 30_000 }, 0, 30_000);
+    expect(o.violationCount).toBe(5);
+    expect(o.seen["STORAGE_UNREACHABLE/Evicted"]).toBe(2);
   });
 });

@@ -6,20 +6,29 @@
 // real (the demo node, gateway mode before a fake CSI driver, Node reporting
 // against a fake API server).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { GetPluginInfoResponseSchema } from "../../gateway/gen/csi/v1/csi_pb.js";
+import { GetPluginInfoResponseSchema, NodeGetVolumeHealthRequestSchema } from "../../gateway/gen/csi/v1/csi_pb.js";
 import { FakeCsiDriver, rawCall, unixClient } from "../../gateway/test/helpers/fake-csi-driver.js";
 import { FakeKubeApi } from "../../gateway/test/helpers/fake-kube-api.js";
 import { startGatewayProcess, tempDir, type GatewayProcess } from "../../gateway/test/helpers/gateway-process.js";
+import { storagePlugin, volumePlugin } from "../../gateway/test/helpers/health-plugins.js";
 import { BUILT, DEPLOY, NOT_BUILT_MESSAGE, REPO } from "./lib/paths.js";
 import { render, type K8sObject } from "./lib/render.js";
 
 const PROM = path.join(DEPLOY, "prometheus");
+const STORAGE_OUTPUT = JSON.stringify({
+  status: "fail",
+  reason: "MdtUnreachable",
+  message: "lustrefs: every MDT down",
+  facts: {},
+  health: [{ status: "STORAGE_UNREACHABLE", reason: "MdtUnreachable", message: "lustrefs: MDT0000 not FULL/IDLE for 95 s (DISCONN)", fs: "lustrefs" }],
+  events: [{ reason: "Evicted", fs: "lustrefs", target: "lustrefs-MDT0000", at: 1764100000 }],
+});
 const RULES = path.join(PROM, "probegate-rules.yaml");
 const rulesDoc = parse(readFileSync(RULES, "utf8"));
 const rules: Array<{ alert: string; expr: string; for: string; labels: Record<string, string>; annotations: Record<string, string> }> =
@@ -252,11 +261,12 @@ function parseScrape(text: string): Scrape {
 
 describe.skipIf(!BUILT)("metrics the rules and the dashboard name, scraped from running gateways", () => {
   if (!BUILT) console.warn(NOT_BUILT_MESSAGE);
-  const scrapes: Record<"demo" | "gateway" | "kube", Scrape> = {} as any;
+  const scrapes: Record<"demo" | "gateway" | "kube" | "storage", Scrape> = {} as any;
   const gateways: GatewayProcess[] = [];
   let driver: FakeCsiDriver | undefined;
   let api: FakeKubeApi | undefined;
 
+  const exportedIn = (name: string, s: Scrape) => (s.samples.get(name)?.length ?? 0) > 0;
   const scrape = async (gw: GatewayProcess) => parseScrape(await (await fetch(`http://${gw.http}/metrics`)).text());
   const until = async (what: string, f: () => Promise<boolean>) => {
     for (const start = Date.now(); Date.now() - start < 30_000; await new Promise((r) => setTimeout(r, 100))) if (await f()) return;
@@ -304,6 +314,43 @@ describe.skipIf(!BUILT)("metrics the rules and the dashboard name, scraped from 
     gateways.push(kube);
     await until("the condition written", async () => api!.condition("node-a", "lustre.csi.example.com/NodeReady")?.status === "True");
     scrapes.kube = await scrape(kube);
+
+    // Storage and volume health: a storage check that
+    // reports an unreachable MDT and an eviction every round, and a volume
+    // check over the host's statfs prober (a fake stat that fails like an
+    // evicted client), for a volume kubelet-like asks about.
+    const node = tempDir("probegate-monitoring-storage-");
+    const plugins = path.join(node, "plugins");
+    mkdirSync(plugins);
+    writeFileSync(path.join(plugins, "st.wasm"), await storagePlugin("st", "kernel.release", { unreachable: STORAGE_OUTPUT }));
+    writeFileSync(path.join(plugins, "vol.wasm"), await volumePlugin("vol"));
+    const bin = path.join(node, "bin");
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, "stat"), "#!/bin/sh\nfor p; do :; done\necho \"stat: cannot read file system information for '$p': Cannot send after transport endpoint shutdown\" >&2\nexit 1\n");
+    chmodSync(path.join(bin, "stat"), 0o755);
+    const procfs = path.join(node, "proc");
+    mkdirSync(path.join(procfs, "sys", "kernel"), { recursive: true });
+    mkdirSync(path.join(procfs, "1"));
+    writeFileSync(path.join(procfs, "sys", "kernel", "osrelease"), "unreachable\n");
+    writeFileSync(path.join(procfs, "1", "mounts"), "");
+    writeFileSync(path.join(procfs, "mounts"), "");
+    const st = await startGatewayProcess(
+      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${node}`, "--check-interval=1s", `--kubelet-dir=${path.join(node, "kubelet")}`],
+      { env: { PATH: `${bin}:${process.env.PATH ?? ""}` } },
+    );
+    gateways.push(st);
+    const volumeRequest = toBinary(NodeGetVolumeHealthRequestSchema, create(NodeGetVolumeHealthRequestSchema, {
+      volumeId: "vol-1",
+      volumePublishPath: path.join(node, "kubelet/pods/p1/volumes/kubernetes.io~csi/pv-one/mount"),
+    }));
+    const sc = unixClient(st.socket);
+    await rawCall(sc, "/csi.v1.Node/NodeGetVolumeHealth", volumeRequest);
+    await until("storage and volume entries, and an eviction counted", async () => {
+      const s = await scrape(st);
+      return ["probegate_storage_health", "probegate_volume_health_entries", "probegate_storage_events_total"].every((n) => exportedIn(n, s));
+    });
+    sc.close();
+    scrapes.storage = await scrape(st);
   }, 120_000);
 
   afterAll(async () => {
@@ -312,21 +359,26 @@ describe.skipIf(!BUILT)("metrics the rules and the dashboard name, scraped from 
     await api?.close();
   });
 
-  const exportedIn = (name: string, s: Scrape) => (s.samples.get(name)?.length ?? 0) > 0;
 
   it("the build info carries version, Node.js version and plugin ABI", () => {
     const [info] = scrapes.demo.samples.get("probegate_build_info") ?? [];
     expect(info).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/), node_version: process.version, abi: "1,2" });
   });
 
-  it("every panel has data in the demo (gateway-mode and Node reporting panels: in that mode), and names only exported metrics", () => {
+  it("every panel has data in the demo (gateway-mode, Node reporting and storage health panels: in that mode), and names only exported metrics", () => {
     const panels = dashboard.panels.filter((p: any) => p.type !== "row");
     expect(panels.length).toBeGreaterThan(25);
     const empty: string[] = [];
     for (const p of panels) {
       const names: string[] = p.targets.flatMap((t: any) => metricNames(t.expr));
       expect(names.length, p.title).toBeGreaterThan(0);
-      const mode = names.some((n) => n.startsWith("probegate_upstream_")) ? "gateway" : names.some((n) => n.startsWith("probegate_kube_")) ? "kube" : "demo";
+      const mode = names.some((n) => n.startsWith("probegate_upstream_"))
+        ? "gateway"
+        : names.some((n) => n.startsWith("probegate_kube_"))
+          ? "kube"
+          : names.some((n) => /^probegate_(storage|volume)_/.test(n))
+            ? "storage"
+            : "demo";
       for (const n of names) expect(scrapes[mode].types.has(n), `${p.title}: ${n} is exported in ${mode} mode`).toBe(true);
       if (!names.some((n) => exportedIn(n, scrapes[mode]))) empty.push(`${p.title} (${mode})`);
     }

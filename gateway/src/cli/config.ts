@@ -253,6 +253,13 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
   const condition = flags.optional("node-condition");
   const taintRaw = flags.optional("node-taint");
   const perCheck = flags.on("node-condition-per-check");
+  const storageCondition = flags.optional("node-storage-condition");
+  const storageTaint = flags.on("node-storage-taint");
+  if (storageCondition !== undefined) {
+    const problem = qualifiedNameProblem(storageCondition, true);
+    if (problem) throw new UsageError(`--node-storage-condition: "${storageCondition}" ${problem}`);
+    if (storageCondition === condition) throw new UsageError("--node-storage-condition: must differ from --node-condition");
+  }
   const impersonate = flags.on("impersonate-node");
   if (condition !== undefined) {
     const problem = qualifiedNameProblem(condition, true);
@@ -268,6 +275,7 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
   const taintMode: TaintMode = flags.get("node-taint-mode");
   const waitForCSINode = flags.get("node-taint-wait-csinode") === "true";
   if (perCheck && condition === undefined) throw new UsageError("--node-condition-per-check: needs --node-condition");
+  if (storageTaint && taintRaw === undefined) throw new UsageError("--node-storage-taint: needs --node-taint");
   const nodeName = flags.optional("node-name");
   const timings = {
     heartbeatMs: flags.get("node-heartbeat"),
@@ -276,17 +284,18 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     writeIntervalMs: flags.get("node-write-interval"),
     requestTimeoutMs: 10_000,
   };
-  if (condition === undefined && taint === undefined) {
+  if (condition === undefined && taint === undefined && storageCondition === undefined) {
     if (impersonate) throw new UsageError("--impersonate-node: needs --node-condition or --node-taint");
     const idle = REPORTING_ONLY.find((f) => flags.given(f));
     if (idle) {
       throw new UsageError(
-        `--${idle}: nothing to report: node reporting needs --node-condition and/or --node-taint (without them probegate never writes to the Node)`,
+        `--${idle}: nothing to report: node reporting needs --node-condition, --node-taint and/or --node-storage-condition (without them probegate never writes to the Node)`,
       );
     }
     return undefined;
   }
-  if (!nodeName) throw new UsageError(`--${condition !== undefined ? "node-condition" : "node-taint"}: needs --node-name (or NODE_NAME)`);
+  const what = condition !== undefined ? "node-condition" : taint !== undefined ? "node-taint" : "node-storage-condition";
+  if (!nodeName) throw new UsageError(`--${what}: needs --node-name (or NODE_NAME)`);
   const validName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) && nodeName.length <= 253;
   if (!validName) throw new UsageError(`--node-name: "${nodeName}" is not a valid node name (a lowercase DNS subdomain)`);
   if (mode !== "node") throw new UsageError("--node-condition/--node-taint: only in --mode node (the controller runs on no particular node)");
@@ -296,6 +305,8 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     kubeContext: flags.optional("kube-context"),
     condition,
     conditionPerCheck: perCheck,
+    ...(storageCondition !== undefined ? { storageCondition } : {}),
+    ...(storageTaint ? { storageTaint } : {}),
     taint,
     taintMode,
     waitForCSINode,

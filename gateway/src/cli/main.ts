@@ -68,7 +68,7 @@ async function prepareReporting(
   metrics: Metrics,
 ): Promise<NodeReportingStarter> {
   const { prepareNodeReporting } = await import("../kube/index.js");
-  return prepareNodeReporting({ spec, readiness: checks.engine, driverName, logger, metrics, version: VERSION, env: process.env });
+  return prepareNodeReporting({ spec, readiness: checks.engine, storageHealth: checks.health?.view, driverName, logger, metrics, version: VERSION, env: process.env });
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -132,6 +132,8 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
 
+  // The storage and volume health gauges read the engine's view at each scrape.
+  if (checks.health) metrics.storageHealth.attach(checks.health.view);
   const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;
 
   let reporting: NodeReportingStarter | undefined;

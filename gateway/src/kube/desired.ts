@@ -19,6 +19,8 @@ export interface DesiredState {
   /** ready and live: what the taint and the Events follow. */
   ready: boolean;
   conditions: DesiredCondition[];
+  /** With --node-storage-taint: false while storage is unreachable (the taint follows it; `ready` does not). */
+  storageOk?: boolean;
   /** Names of the checks that make the node not ready, for Events. */
   failingChecks: string[];
   summary: string;
@@ -111,4 +113,36 @@ export function desiredState(s: HealthSnapshot, conditionType: string | undefine
     failingChecks: blockers.map((c) => c.name),
     summary: main.message,
   };
+}
+
+/** The storage entries that count against a node (opt-in): what makes its file systems unreachable. */
+export interface StorageEntryLike {
+  status: string;
+  reason: string;
+  message: string;
+  fs?: string;
+}
+
+/**
+ * The opt-in storage condition (--node-storage-condition), built like the
+ * readiness one but from the storage health entries, and never part of the
+ * readiness verdict: True while no file system is unreachable (a degraded one
+ * is named in the message but keeps True: the node can still serve its
+ * volumes), False while one is (the Events carry the checks' messages), Unknown until the first check round.
+ */
+export function storageCondition(entries: readonly StorageEntryLike[], known: boolean, type: string): DesiredCondition & { ok: boolean } {
+  if (!known) {
+    return { type, status: "Unknown", reason: "Initializing", message: "probegate has not finished its first check round", ok: true };
+  }
+  // Status, reason and file system only: a check's message may carry a duration
+  // that changes every round, and a changed message is a Node write.
+  const describeEntry = (e: StorageEntryLike) => `${e.status} ${e.reason}${e.fs ? ` (${e.fs})` : ""}`;
+  const unreachable = entries.filter((e) => e.status === "STORAGE_UNREACHABLE");
+  if (unreachable.length > 0) {
+    return { type, status: "False", reason: camelReason(unreachable[0]!.reason, "StorageUnreachable"), message: boundMessage(unreachable.map(describeEntry).join("; ")), ok: false };
+  }
+  if (entries.length > 0) {
+    return { type, status: "True", reason: "StorageDegraded", message: boundMessage(entries.map(describeEntry).join("; ")), ok: true };
+  }
+  return { type, status: "True", reason: "StorageReachable", message: "no storage problem known", ok: true };
 }

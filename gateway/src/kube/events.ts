@@ -1,8 +1,15 @@
-// Events on the Node, one per readiness transition. A transition that repeats
-// (a flapping check) updates the first Event's count instead of creating a new
+// Events on the Node (readiness and storage health transitions) and on
+// PersistentVolumes (volume health transitions). A transition that repeats (a
+// flapping check) updates the first Event's count instead of creating a new
 // object each time, as the API server's own event correlation does.
 import type { KubeApi } from "./client/api.js";
 import { KubeError } from "./client/api.js";
+
+/** What an Event is about: the own Node, or a cluster-scoped PersistentVolume. */
+export interface EventObject {
+  kind: "Node" | "PersistentVolume";
+  name: string;
+}
 
 export interface PendingEvent {
   type: "Normal" | "Warning";
@@ -11,6 +18,10 @@ export interface PendingEvent {
   count: number;
   firstMs: number;
   lastMs: number;
+  about: EventObject;
+  /** Repeats with the same object, type, reason and key join one Event (the note is the first one's). */
+  key: string;
+  action: string;
 }
 
 interface Written {
@@ -21,7 +32,8 @@ interface Written {
 
 /** Repeats within this window join the first Event (the API server keeps Events for an hour by default). */
 const AGGREGATE_MS = 60 * 60 * 1000;
-const QUEUE_LIMIT = 16;
+/** Distinct transitions waiting for the write budget; enough for every volume of a node changing at once in common cases. */
+const QUEUE_LIMIT = 64;
 export const EVENT_NAMESPACE = "default";
 export const REPORTING_CONTROLLER = "probegate.csi.io/node-reporter";
 
@@ -29,6 +41,8 @@ export class NodeEvents {
   private queue: PendingEvent[] = [];
   private written = new Map<string, Written & { lastMs: number }>();
   private api: "events.k8s.io/v1" | "v1" = "events.k8s.io/v1";
+  /** Names are <object>.<nanoseconds, hex> like kubelet's; bumped so two Events of one millisecond differ. */
+  private lastNameNs = 0n;
 
   constructor(private readonly nodeName: string) {}
 
@@ -36,14 +50,22 @@ export class NodeEvents {
     return this.queue.length > 0;
   }
 
-  record(type: PendingEvent["type"], reason: string, note: string, nowMs: number): void {
-    const same = this.queue.find((e) => e.type === type && e.reason === reason && e.note === note);
+  record(
+    type: PendingEvent["type"],
+    reason: string,
+    note: string,
+    nowMs: number,
+    opts: { about?: EventObject; key?: string; action?: string } = {},
+  ): void {
+    const about = opts.about ?? { kind: "Node", name: this.nodeName };
+    const key = opts.key ?? note;
+    const same = this.queue.find((e) => e.type === type && e.reason === reason && e.key === key && sameObject(e.about, about));
     if (same) {
       same.count++;
       same.lastMs = nowMs;
       return;
     }
-    this.queue.push({ type, reason, note, count: 1, firstMs: nowMs, lastMs: nowMs });
+    this.queue.push({ type, reason, note, count: 1, firstMs: nowMs, lastMs: nowMs, about, key, action: opts.action ?? "CheckNode" });
     // A storm faster than the write rate: the oldest distinct transitions are dropped, the newest kept.
     if (this.queue.length > QUEUE_LIMIT) this.queue.shift();
   }
@@ -52,7 +74,7 @@ export class NodeEvents {
   async writeOne(api: KubeApi, nowMs: number): Promise<void> {
     const ev = this.queue[0];
     if (!ev) return;
-    const key = `${ev.type}\u0000${ev.reason}\u0000${ev.note}`;
+    const key = `${ev.about.kind}\u0000${ev.about.name}\u0000${ev.type}\u0000${ev.reason}\u0000${ev.key}`;
     const prev = this.written.get(key);
     try {
       if (prev && nowMs - prev.lastMs < AGGREGATE_MS) {
@@ -60,7 +82,10 @@ export class NodeEvents {
         await api.patchEvent(prev.api, EVENT_NAMESPACE, prev.name, this.repeatBody(prev.api, count, ev.lastMs));
         this.written.set(key, { ...prev, count, lastMs: ev.lastMs });
       } else {
-        const name = `${this.nodeName}.${(BigInt(ev.firstMs) * 1_000_000n).toString(16)}`;
+        let ns = BigInt(ev.firstMs) * 1_000_000n;
+        if (ns <= this.lastNameNs) ns = this.lastNameNs + 1n;
+        this.lastNameNs = ns;
+        const name = `${ev.about.name}.${ns.toString(16)}`;
         await this.create(api, name, ev);
         this.written.set(key, { name, count: ev.count, api: this.api, lastMs: ev.lastMs });
       }
@@ -73,6 +98,9 @@ export class NodeEvents {
   }
 
   private async create(api: KubeApi, name: string, ev: PendingEvent): Promise<void> {
+    // A Node's uid is its name in kubelet's own Events; a PV's uid is not known
+    // from the mount path, and the API server does not require one.
+    const ref = { apiVersion: "v1", kind: ev.about.kind, name: ev.about.name, ...(ev.about.kind === "Node" ? { uid: ev.about.name } : {}) };
     if (this.api === "events.k8s.io/v1") {
       try {
         await api.createEvent("events.k8s.io/v1", EVENT_NAMESPACE, {
@@ -80,11 +108,11 @@ export class NodeEvents {
           eventTime: new Date(ev.firstMs),
           reportingController: REPORTING_CONTROLLER,
           reportingInstance: `${REPORTING_CONTROLLER}-${this.nodeName}`.slice(0, 128),
-          action: "CheckNode",
+          action: ev.action,
           reason: ev.reason,
-          note: ev.note,
+          note: boundNote(ev.note),
           type: ev.type,
-          regarding: { apiVersion: "v1", kind: "Node", name: this.nodeName, uid: this.nodeName },
+          regarding: ref,
           ...(ev.count > 1 ? { series: { count: ev.count, lastObservedTime: new Date(ev.lastMs) } } : {}),
         });
         return;
@@ -96,9 +124,9 @@ export class NodeEvents {
     }
     await api.createEvent("v1", EVENT_NAMESPACE, {
       metadata: { name, namespace: EVENT_NAMESPACE },
-      involvedObject: { apiVersion: "v1", kind: "Node", name: this.nodeName, uid: this.nodeName },
+      involvedObject: ref,
       reason: ev.reason,
-      message: ev.note,
+      message: boundNote(ev.note),
       type: ev.type,
       source: { component: "probegate", host: this.nodeName },
       reportingComponent: REPORTING_CONTROLLER,
@@ -113,4 +141,18 @@ export class NodeEvents {
     const at = new Date(lastMs).toISOString();
     return api === "v1" ? { count, lastTimestamp: at } : { series: { count, lastObservedTime: at.replace("Z", "000Z") } };
   }
+}
+
+function sameObject(a: EventObject, b: EventObject): boolean {
+  return a.kind === b.kind && a.name === b.name;
+}
+
+/** The API server refuses an events.k8s.io note over 1024 bytes (not characters): cut on a character boundary, marked. */
+export function boundNote(s: string): string {
+  if (Buffer.byteLength(s) <= 1024) return s;
+  let out = s.slice(0, 1021);
+  while (Buffer.byteLength(out) > 1021) out = out.slice(0, -1);
+  // A lone high surrogate at the cut would not survive JSON encoding as UTF-8.
+  if (/[\uD800-\uDBFF]$/.test(out)) out = out.slice(0, -1);
+  return `${out}…`;
 }

@@ -1,6 +1,7 @@
 // Kubernetes node reporting: the entry point main() loads on demand when
 // --node-name and a condition or a taint are given.
 import type { ReadinessProvider } from "../engine/state.js";
+import type { StorageHealthView } from "../engine/storage-health.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { createKubeApi } from "./client/api.js";
@@ -16,6 +17,8 @@ export interface NodeReporting {
 export interface NodeReportingOptions {
   spec: KubeReportingSpec;
   readiness: ReadinessProvider;
+  /** Storage and volume health (Events on the Node and PVs, the opt-in storage condition/taint); absent: none. */
+  storageHealth?: StorageHealthView;
   /** The current CSI driver name (gateway mode: the upstream's once it has answered). */
   driverName: () => string;
   logger: Logger;
@@ -46,7 +49,7 @@ export function prepareNodeReporting(opts: NodeReportingOptions): { start(): Nod
   });
   return {
     start() {
-      const reporter = new NodeReporter({ api, spec: opts.spec, readiness: opts.readiness, driverName: opts.driverName, logger: opts.logger, metrics });
+      const reporter = new NodeReporter({ api, spec: opts.spec, readiness: opts.readiness, storageHealth: opts.storageHealth, driverName: opts.driverName, logger: opts.logger, metrics });
       reporter.start();
       return {
         stop: async () => {

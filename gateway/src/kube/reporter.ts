@@ -5,11 +5,13 @@
 // dirty: the latest state wins and intermediate ones are never written. What
 // the Node looks like now comes from node-watch.ts; this module is the loop.
 import type { ReadinessProvider } from "../engine/state.js";
+import type { StorageHealthView } from "../engine/storage-health.js";
 import type { Logger } from "../observability/logger.js";
 import { KubeError, type Identity, type KubeApi } from "./client/api.js";
 import { Backoff, TokenBucket } from "./backoff.js";
-import { desiredState, type DesiredState } from "./desired.js";
+import { desiredState, storageCondition, type DesiredState } from "./desired.js";
 import { NodeEvents } from "./events.js";
+import { HealthEvents } from "./health-events.js";
 import type { KubeMetrics } from "./metrics.js";
 import { FailureLog } from "./failure-log.js";
 import { planConditions, planTaint } from "./node-plan.js";
@@ -25,6 +27,8 @@ export interface NodeReporterOptions {
   driverName: () => string;
   logger: Logger;
   metrics: KubeMetrics;
+  /** Storage and volume health: Events on transitions, and the opt-in storage condition and taint. */
+  storageHealth?: StorageHealthView;
   now?: () => number;
 }
 
@@ -45,6 +49,8 @@ export class NodeReporter {
   private readonly taintWrites: TokenBucket;
   private readonly eventWrites: TokenBucket;
   private readonly events: NodeEvents;
+  private readonly healthEvents: HealthEvents | undefined;
+  private unsubscribeStorage: (() => void) | null = null;
   /** Identity for reading the Node and writing its status. */
   private readonly statusAs: Identity;
 
@@ -78,6 +84,12 @@ export class NodeReporter {
     this.taintWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
     this.eventWrites = new TokenBucket(WRITE_BURST, t.writeIntervalMs, this.now);
     this.events = new NodeEvents(opts.spec.nodeName);
+    this.healthEvents = opts.storageHealth
+      ? new HealthEvents(opts.storageHealth, opts.spec.nodeName, (type, reason, note, o) => {
+          this.events.record(type, reason, note, this.now(), o);
+          this.kick();
+        })
+      : undefined;
     this.statusAs = opts.spec.impersonateNode ? "node" : "self";
     this.failures = new FailureLog(this.log);
     this.watch = new NodeWatch({
@@ -101,6 +113,13 @@ export class NodeReporter {
 
   start(): void {
     this.unsubscribe = this.opts.readiness.subscribe(() => this.onSnapshot());
+    this.healthEvents?.start();
+    // The storage condition and taint follow storage changes between readiness snapshots too.
+    if (this.opts.storageHealth && (this.spec.storageCondition || this.spec.storageTaint)) {
+      this.unsubscribeStorage = this.opts.storageHealth.subscribe((c) => {
+        if (c.storage) this.onSnapshot();
+      });
+    }
     this.onSnapshot();
     this.watch.start();
   }
@@ -109,13 +128,21 @@ export class NodeReporter {
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
+    this.unsubscribeStorage?.();
+    this.healthEvents?.stop();
     if (this.timer) clearTimeout(this.timer);
     this.watch.stop();
     await this.idle;
   }
 
   private compute(): DesiredState {
-    return desiredState(this.opts.readiness.snapshot(), this.spec.condition, this.spec.conditionPerCheck);
+    const d = desiredState(this.opts.readiness.snapshot(), this.spec.condition, this.spec.conditionPerCheck);
+    if (!this.spec.storageCondition && !this.spec.storageTaint) return d;
+    // Without a storage view (no storage checks wired) nothing adverse is known.
+    const st = storageCondition(this.opts.storageHealth?.storage() ?? [], d.known, this.spec.storageCondition ?? "");
+    if (this.spec.storageCondition) d.conditions.push({ type: st.type, status: st.status, reason: st.reason, message: st.message });
+    if (this.spec.storageTaint) d.storageOk = st.ok;
+    return d;
   }
 
   private onSnapshot(): void {
@@ -187,7 +214,7 @@ export class NodeReporter {
         this.watch.ensure();
       }
       let done = true;
-      if (this.spec.condition) {
+      if (this.spec.condition || this.spec.storageCondition) {
         step = "write condition";
         done = (await this.syncConditions()) && done;
       }
@@ -246,7 +273,7 @@ export class NodeReporter {
     this.m.lastWrite.set(this.now() / 1000);
     for (const c of plan.write) {
       for (const s of ["True", "False", "Unknown"]) this.m.conditionStatus.set({ condition: c.type, status: s }, c.status === s ? 1 : 0);
-      if (c.type !== this.spec.condition) this.perCheckWritten.add(c.type);
+      if (c.type !== this.spec.condition && c.type !== this.spec.storageCondition) this.perCheckWritten.add(c.type);
     }
     for (const t of plan.remove) {
       this.perCheckWritten.delete(t);
@@ -261,8 +288,10 @@ export class NodeReporter {
     // Before the first round nothing is known: adding a NoExecute taint to a
     // healthy node at every restart would evict its pods.
     if (!d.known) return null;
-    if (this.spec.taintMode === "continuous") return !d.ready;
-    return d.ready ? false : null;
+    // --node-storage-taint: unreachable storage keeps the taint like a readiness loss (the verdict itself is untouched).
+    const ok = d.ready && d.storageOk !== false;
+    if (this.spec.taintMode === "continuous") return !ok;
+    return ok ? false : null;
   }
 
   private async syncTaint(): Promise<boolean> {

@@ -31,6 +31,10 @@ export interface KubeReportingSpec {
   kubeContext?: string;
   condition?: string;
   conditionPerCheck: boolean;
+  /** --node-storage-condition: a second condition from the storage health entries (off by default). */
+  storageCondition?: string;
+  /** --node-storage-taint: the taint also follows storage health (STORAGE_UNREACHABLE counts as not ready for it). */
+  storageTaint?: boolean;
   taint?: TaintSpec;
   taintMode: TaintMode;
   waitForCSINode: boolean;

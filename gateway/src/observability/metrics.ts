@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { StorageHealthMetrics } from "./storage-metrics.js";
 
 /**
  * Every metric probegate exports, in one registry per gateway instance so
@@ -150,6 +151,9 @@ export class Metrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
+
+  /** Storage and volume health, read from the health view at each scrape (attach() it once it exists). */
+  readonly storageHealth = new StorageHealthMetrics(this.registry);
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     // prom-client samples event-loop delay with a timer at this resolution;

@@ -631,7 +631,17 @@ export class FakeKubeApi {
     body: any,
     send: (status: number, body: Json) => void,
   ): void {
+    // RBAC as deploy/kustomize/components/node-reporting*/rbac.yaml grants it: a
+    // Role for events create/patch in namespace default only (the Node
+    // authorizer would allow a node identity any namespace; this fake's
+    // node identities never write Events).
+    if (!/^system:node:/.test(rec.user) && ns !== "default" && (method === "POST" || method === "PATCH")) {
+      const message = `events is forbidden: User "${rec.user}" cannot ${method === "POST" ? "create" : "patch"} resource "events" in the namespace "${ns}"`;
+      this.denied.push({ user: rec.user, path: rec.path, message });
+      throw new HttpError(403, "Forbidden", message);
+    }
     if (method === "POST" && !name) {
+      validateEvent(apiVersion, ns, body);
       const key = `${ns}/${body?.metadata?.name}`;
       if (!body?.metadata?.name) throw new HttpError(422, "Invalid", "metadata.name: Required value");
       if (store.has(key)) throw new HttpError(409, "AlreadyExists", `events "${body.metadata.name}" already exists`);
@@ -697,4 +707,28 @@ export class FakeKubeApi {
       this.watchers.delete(w);
     });
   }
+}
+
+/**
+ * What the API server's event validation checks of the Events probegate
+ * writes (pkg/apis/core/validation/events.go): the object an Event is about
+ * may be cluster-scoped (a Node, a PersistentVolume: no namespace), and then
+ * the Event lives in "default" (or "kube-system" for a new-style Event with
+ * eventTime); a namespaced object's Event lives in its namespace. Reason and
+ * action at most 128 characters, an events.k8s.io note at most 1 kB.
+ */
+function validateEvent(apiVersion: string, ns: string, body: any): void {
+  const about = apiVersion === "v1" ? body?.involvedObject : body?.regarding;
+  if (!about?.kind || !about?.name) throw new HttpError(422, "Invalid", `${apiVersion === "v1" ? "involvedObject" : "regarding"}: kind and name are required`);
+  const objNs = about.namespace ?? "";
+  const newStyle = Boolean(body?.eventTime);
+  if (objNs === "") {
+    const allowed = newStyle ? ["default", "kube-system"] : ["", "default"];
+    if (!allowed.includes(ns)) throw new HttpError(422, "Invalid", `involvedObject.namespace: Invalid value: "": does not match event.namespace`);
+  } else if (objNs !== ns) {
+    throw new HttpError(422, "Invalid", `involvedObject.namespace: Invalid value: "${objNs}": does not match event.namespace`);
+  }
+  if (String(body?.reason ?? "").length > 128) throw new HttpError(422, "Invalid", "reason: Too long: may not be longer than 128");
+  if (String(body?.action ?? "").length > 128) throw new HttpError(422, "Invalid", "action: Too long: may not be longer than 128");
+  if (apiVersion !== "v1" && Buffer.byteLength(String(body?.note ?? "")) > 1024) throw new HttpError(422, "Invalid", "note: Too long: may not be longer than 1024");
 }
