@@ -9,9 +9,9 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
 import type { VolumeRef } from "../src/engine/storage-health.js";
-import { createKubeApi } from "../src/kube/api.js";
+import { createKubeApi } from "../src/kube/client/api.js";
 import { pvNameFromTargetPath } from "../src/kube/health-events.js";
-import { loadClientConfig } from "../src/kube/kubeconfig.js";
+import { loadClientConfig } from "../src/kube/client/kubeconfig.js";
 import { KubeMetrics } from "../src/kube/metrics.js";
 import { NodeReporter } from "../src/kube/reporter.js";
 import type { KubeReportingSpec } from "../src/kube/spec.js";
@@ -52,7 +52,7 @@ async function setup(spec: Partial<KubeReportingSpec> = {}, apiOpts: { eventsV1?
   fs.writeFileSync(file, api.kubeconfig("token-a"));
   const metrics = new Metrics({ processMetrics: false });
   const km = new KubeMetrics(metrics);
-  const client = createKubeApi({ nodeName: "node-a", config: loadClientConfig({ files: [file], env: {} }), impersonateNode: false, requestTimeoutMs: 5000, metrics: km, userAgent: "test" });
+  const client = createKubeApi({ nodeName: "node-a", config: loadClientConfig({ files: [file], env: {} }), impersonateNode: false, requestTimeoutMs: 5000, onRequest: (r) => km.requests.inc(r), userAgent: "test" });
   cleanups.push(() => client.close());
   const view = new TestHealthView();
   const full: KubeReportingSpec = {
@@ -256,7 +256,7 @@ describe("through a running gateway (main.ts wiring, the engine's real health)",
     });
     fs.writeFileSync(path.join(plugins, "st.wasm"), await storagePlugin("st", "kernel.release", { unreachable }));
     const gw = await startGatewayProcess(
-      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${root}`, "--check-interval=500ms", `--kubeconfig=${kubeconfig}`,
+      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${root}`, "--check-interval=1s", `--kubeconfig=${kubeconfig}`,
         "--node-storage-condition=lustre.csi.example.com/StorageReachable", "--node-write-interval=50ms", "--node-backoff-cap=1s"],
       { env: { NODE_NAME: "node-a" } },
     );
