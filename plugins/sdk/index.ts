@@ -10,3 +10,4 @@ export * from "./abi";
 export * from "./phase";
 export * from "./log";
 export * from "./lustre";
+export * from "./mounts";

@@ -15,7 +15,7 @@
 import {
   Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, fields, splitLines, sourceFailed,
   parseLustreImports, addImportStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, groupByMount,
-  judgeMount, LustreMount, LustreImports, VOLUME_DEGRADED, VOLUME_INACCESSIBLE,
+  judgeMount, LustreMount, LustreImports, VOLUME_DEGRADED, VOLUME_INACCESSIBLE, unescapeMountField, normalizeMountPath,
 } from "../sdk";
 
 const MOUNTS = "proc.mounts";
@@ -56,35 +56,6 @@ class MountEntry {
     this.fsType = fsType;
     this.readOnly = readOnly;
   }
-}
-
-function isOctal(c: i32): bool {
-  return c >= 48 && c <= 55;
-}
-
-/** The kernel (and the host's statfs lines) write space, tab, newline and backslash as \ooo. */
-function unescapeField(s: string): string {
-  if (s.indexOf("\\") < 0) return s;
-  const n = s.length;
-  const codes = new Array<i32>();
-  let i = 0;
-  while (i < n) {
-    const c = s.charCodeAt(i);
-    if (c == 92 && i + 3 < n && isOctal(s.charCodeAt(i + 1)) && isOctal(s.charCodeAt(i + 2)) && isOctal(s.charCodeAt(i + 3))) {
-      codes.push((s.charCodeAt(i + 1) - 48) * 64 + (s.charCodeAt(i + 2) - 48) * 8 + (s.charCodeAt(i + 3) - 48));
-      i += 4;
-    } else {
-      codes.push(c);
-      i++;
-    }
-  }
-  return String.fromCharCodes(codes);
-}
-
-function normalizePath(p: string): string {
-  let end = p.length;
-  while (end > 1 && p.charCodeAt(end - 1) == 47) end--;
-  return p.substring(0, end);
 }
 
 function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
@@ -134,8 +105,8 @@ function evaluate(input: CheckInput): Result {
   const paths = new Array<string>();
   const staging = input.fact("volume.stagingPath");
   const target = input.fact("volume.path");
-  if (staging.length > 0) paths.push(normalizePath(staging));
-  if (target.length > 0 && !paths.includes(normalizePath(target))) paths.push(normalizePath(target));
+  if (staging.length > 0) paths.push(normalizeMountPath(staging));
+  if (target.length > 0 && !paths.includes(normalizeMountPath(target))) paths.push(normalizeMountPath(target));
   if (paths.length == 0) return Result.warn("NoVolumePath", "no volume path or staging path was given; nothing to check");
   const publishedRw = input.fact("volume.readOnly") == "false";
 
@@ -156,7 +127,7 @@ function evaluate(input: CheckInput): Result {
       continue;
     }
     const ro = f[3] == "ro" || f[3].startsWith("ro,");
-    entries.push(new MountEntry(unescapeField(f[0]), normalizePath(unescapeField(f[1])), f[2], ro));
+    entries.push(new MountEntry(unescapeMountField(f[0]), normalizeMountPath(unescapeMountField(f[1])), f[2], ro));
   }
   if (entries.length == 0 || junk > entries.length) {
     const msg = "cannot parse " + MOUNTS + ": output does not look like /proc/mounts";
@@ -224,7 +195,7 @@ function judgeStatfs(text: string, paths: Array<string>, publishedRw: bool, foun
   for (let i = 0; i < lines.length; i++) {
     const f = fields(lines[i]);
     if (f.length < 2) continue;
-    const path = normalizePath(unescapeField(f[0]));
+    const path = normalizeMountPath(unescapeMountField(f[0]));
     if (!paths.includes(path)) continue;
     seen.push(path);
     const kind = f[1];
@@ -286,7 +257,7 @@ function selectMounts(input: CheckInput, parsed: LustreImports, paths: Array<str
   if (gn !== null && gn.ok) {
     const names = parseLfsGetname(gn.stdout);
     for (let i = 0; i < names.length; i++) {
-      if (paths.includes(normalizePath(unescapeField(names[i].mountpoint))) && !keys.includes(names[i].key)) keys.push(names[i].key);
+      if (paths.includes(normalizeMountPath(unescapeMountField(names[i].mountpoint))) && !keys.includes(names[i].key)) keys.push(names[i].key);
     }
   }
   const out = new Array<LustreMount>();

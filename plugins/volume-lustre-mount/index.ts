@@ -6,7 +6,7 @@
 // directory is still there and the driver's stats call can succeed on the
 // empty directory underneath, so kubelet would report a healthy volume whose
 // data is gone. A missing or non-lustre mount at the path is the signal.
-import { Manifest, Result, fields, humanList, Opened, parseError, checkSource, splitLines } from "../sdk";
+import { Manifest, Result, fields, humanList, Opened, parseError, checkSource, splitLines, unescapeMountField, normalizeMountPath } from "../sdk";
 
 const SOURCE = "proc.mounts";
 
@@ -28,36 +28,6 @@ class MountEntry {
   }
 }
 
-function isOctal(c: i32): bool {
-  return c >= 48 && c <= 55;
-}
-
-/** The kernel writes space, tab, newline and backslash in mount fields as \ooo. */
-function unescapeMountField(s: string): string {
-  if (s.indexOf("\\") < 0) return s;
-  const n = s.length;
-  const codes = new Array<i32>();
-  let i = 0;
-  while (i < n) {
-    const c = s.charCodeAt(i);
-    if (c == 92 && i + 3 < n && isOctal(s.charCodeAt(i + 1)) && isOctal(s.charCodeAt(i + 2)) && isOctal(s.charCodeAt(i + 3))) {
-      codes.push((s.charCodeAt(i + 1) - 48) * 64 + (s.charCodeAt(i + 2) - 48) * 8 + (s.charCodeAt(i + 3) - 48));
-      i += 4;
-    } else {
-      codes.push(c);
-      i++;
-    }
-  }
-  return String.fromCharCodes(codes);
-}
-
-/** "/a/b/" and "/a/b" name the same mount point; "/" stays "/". */
-function normalizePath(p: string): string {
-  let end = p.length;
-  while (end > 1 && p.charCodeAt(end - 1) == 47) end--;
-  return p.substring(0, end);
-}
-
 /** The entry mounted last at `path` (later mounts hide earlier ones), or null. */
 function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
   for (let i = entries.length - 1; i >= 0; i--) {
@@ -74,8 +44,8 @@ function evaluate(o: Opened): Result {
   const paths = new Array<string>();
   const staging = o.input.fact("volume.stagingPath");
   const target = o.input.fact("volume.path");
-  if (staging.length > 0) paths.push(normalizePath(staging));
-  if (target.length > 0 && !paths.includes(normalizePath(target))) paths.push(normalizePath(target));
+  if (staging.length > 0) paths.push(normalizeMountPath(staging));
+  if (target.length > 0 && !paths.includes(normalizeMountPath(target))) paths.push(normalizeMountPath(target));
   if (paths.length == 0) {
     return Result.warn("NoVolumePath", "no volume path or staging path was given; nothing to check");
   }
@@ -91,7 +61,7 @@ function evaluate(o: Opened): Result {
       junk++;
       continue;
     }
-    entries.push(new MountEntry(unescapeMountField(f[0]), normalizePath(unescapeMountField(f[1])), f[2]));
+    entries.push(new MountEntry(unescapeMountField(f[0]), normalizeMountPath(unescapeMountField(f[1])), f[2]));
   }
   if (entries.length == 0 || junk > entries.length) {
     return parseError(o.source, "output does not look like /proc/mounts");
