@@ -143,6 +143,21 @@ describe("connection table", () => {
     t.stop();
   });
 
+  it("evicts a connection that never sent a request before a kept-alive one, even one idle longer", async () => {
+    const { t, counts } = table({ maxConnections: 2 });
+    const [kept, fresh, next] = await accepted(3);
+    const ck = t.accept(kept!)!;
+    t.busy(ck);
+    t.done(ck); // it made a call: a kept-alive client's connection
+    ck.idleSince -= 5_000;
+    t.accept(fresh!); // never sent a request (what a flood is made of)
+    expect(t.accept(next!)).toBeTruthy();
+    expect(fresh!.destroyed).toBe(true);
+    expect(kept!.destroyed).toBe(false);
+    expect(counts.get("evicted")).toBe(1);
+    t.stop();
+  });
+
   it("caps one remote address, evicting its own idle connections first; local peers are not capped", async () => {
     const { t, counts } = table({ maxConnections: 10, maxConnectionsPerAddress: 2 });
     const remote = await accepted(3, "192.0.2.7");

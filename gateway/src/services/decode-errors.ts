@@ -48,25 +48,39 @@ export function invalidRequestMessage(path: string, detail: string): string {
  * `invalid_argument`, like undecodable JSON.
  */
 export async function connectDecodeErrorsAsInvalidArgument(res: UniversalServerResponse, path: string): Promise<UniversalServerResponse> {
-  if (res.status !== 500 || !res.body || !res.header?.get("content-type")?.startsWith("application/json")) return res;
-  if (res.header.get("content-encoding")) return res;
-  const chunks: Uint8Array[] = [];
-  for await (const c of res.body as AsyncIterable<Uint8Array>) chunks.push(c);
-  const raw = Buffer.concat(chunks);
-  let err: { code?: string; message?: string } | undefined;
-  try {
-    err = JSON.parse(raw.toString("utf8"));
-  } catch {
-    err = undefined;
-  }
+  if (res.status !== 500) return res;
+  const read = await readConnectError(res);
+  if (!read) return res;
+  const { raw, err } = read;
   if (err?.code !== "internal" || !PARSE_FAILURE.test(err.message ?? "")) {
     return { ...res, body: single(raw) };
   }
   const body = Buffer.from(JSON.stringify({ code: "invalid_argument", message: invalidRequestMessage(path, err.message!.replace(PARSE_FAILURE, "")) }));
-  res.header.set("content-length", String(body.length));
+  res.header!.set("content-length", String(body.length));
   return { ...res, status: 400, body: single(body) };
 }
 
-async function* single(b: Uint8Array): AsyncIterable<Uint8Array> {
+/** A body of one chunk, for a response whose body was read. */
+export async function* single(b: Uint8Array): AsyncIterable<Uint8Array> {
   yield b;
+}
+
+/**
+ * The whole body of a Connect unary error (JSON, not compressed) and its
+ * parsed form (undefined when it is not JSON); undefined for any other
+ * response, which is then passed on untouched.
+ */
+export async function readConnectError(
+  res: UniversalServerResponse,
+): Promise<{ raw: Buffer; err: { code?: string; message?: string } | undefined } | undefined> {
+  if (!res.body || !res.header?.get("content-type")?.startsWith("application/json")) return undefined;
+  if (res.header.get("content-encoding")) return undefined;
+  const chunks: Uint8Array[] = [];
+  for await (const c of res.body as AsyncIterable<Uint8Array>) chunks.push(c);
+  const raw = Buffer.concat(chunks);
+  try {
+    return { raw, err: JSON.parse(raw.toString("utf8")) };
+  } catch {
+    return { raw, err: undefined };
+  }
 }

@@ -1,5 +1,6 @@
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { encodeGrpcMessage } from "../transport/grpc-wire.js";
+import { readConnectError, single } from "./decode-errors.js";
 import { echo, SELF_ANSWERED_MAX_BYTES } from "./limits.js";
 
 /** Content types a client may send; a method's 415 lists those its protocols accept. */
@@ -15,10 +16,6 @@ const CONTENT_TYPES = [
   "application/grpc-web+proto",
   "application/grpc-web+json",
 ];
-
-async function* single(b: Uint8Array): AsyncIterable<Uint8Array> {
-  yield b;
-}
 
 function plain(status: number, headers: Record<string, string>, text: string): UniversalServerResponse {
   const body = Buffer.from(text + "\n");
@@ -79,20 +76,13 @@ export async function fixedLimitWording(res: UniversalServerResponse): Promise<U
     const m = READ_LIMIT.exec(text);
     if (m) h!.set("grpc-message", encodeGrpcMessage(text.replace(m[0], fixedLimitMessage(m))));
   }
-  if (res.status !== 429 || !res.body || !res.header?.get("content-type")?.startsWith("application/json")) return res;
-  if (res.header.get("content-encoding")) return res;
-  const chunks: Uint8Array[] = [];
-  for await (const c of res.body as AsyncIterable<Uint8Array>) chunks.push(c);
-  const raw = Buffer.concat(chunks);
-  let err: { code?: string; message?: string } | undefined;
-  try {
-    err = JSON.parse(raw.toString("utf8"));
-  } catch {
-    err = undefined;
-  }
+  if (res.status !== 429) return res;
+  const read = await readConnectError(res);
+  if (!read) return res;
+  const { raw, err } = read;
   const m = READ_LIMIT.exec(err?.message ?? "");
   if (!m) return { ...res, body: single(raw) };
   const body = Buffer.from(JSON.stringify({ ...err, message: err!.message!.replace(m[0], fixedLimitMessage(m)) }));
-  res.header.set("content-length", String(body.length));
+  res.header!.set("content-length", String(body.length));
   return { ...res, body: single(body) };
 }

@@ -145,14 +145,19 @@ export class ConnectionTable {
     return undefined;
   }
 
-  /** Closes the connection idle the longest (of one address, or of all); false when none is idle. */
+  /**
+   * Closes an idle connection (of one address, or of all); false when none is
+   * idle. Ones already asked to go come first, then ones that never sent a
+   * request (what a flood is made of), then kept-alive ones: closing a kept
+   * connection races with its client's next request, which then fails
+   * ("socket hang up") instead of being answered. Within each, the one idle
+   * the longest.
+   */
   private evict(address: string | undefined): boolean {
     let victim: Conn | undefined;
     for (const c of this.conns.values()) {
       if (c.busy > 0 || (address !== undefined && c.address !== address)) continue;
-      // Ones already asked to go count as idle since forever.
-      const since = c.expiring ? 0 : c.idleSince;
-      if (!victim || since < (victim.expiring ? 0 : victim.idleSince)) victim = c;
+      if (!victim || evictBefore(c, victim)) victim = c;
     }
     if (!victim) return false;
     this.edge.rejected("evicted", { listener: this.listener });
@@ -213,4 +218,12 @@ export class ConnectionTable {
     }
     return this.localAddresses.has(a) ? undefined : a;
   }
+}
+
+/** Eviction order: asked to go, then never used, then kept-alive; idle the longest first within each. */
+function evictBefore(a: Conn, b: Conn): boolean {
+  const rank = (c: Conn) => (c.expiring ? 0 : c.awaitingFirst ? 1 : 2);
+  const ra = rank(a);
+  const rb = rank(b);
+  return ra !== rb ? ra < rb : a.idleSince < b.idleSince;
 }
