@@ -20,6 +20,15 @@ export interface RunningListener {
   close(deadlineMs: number): Promise<void>;
 }
 
+/**
+ * Connections the kernel may hold for us before they are accepted (it caps
+ * this at net.core.somaxconn). Node's 511 is less than one flood of 1,000
+ * connects arriving while the event loop is busy: past it a unix socket's
+ * connect fails with EAGAIN, so kubelet's probe would be refused before the
+ * connection table could make room by evicting an idle connection.
+ */
+const LISTEN_BACKLOG = 4096;
+
 function listen(server: net.Server, ep: Endpoint): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
@@ -36,8 +45,8 @@ function listen(server: net.Server, ep: Endpoint): Promise<void> {
     };
     server.once("error", onError);
     server.once("listening", onListening);
-    if (ep.kind === "unix") server.listen(ep.path);
-    else server.listen(ep.port, ep.host);
+    if (ep.kind === "unix") server.listen({ path: ep.path, backlog: LISTEN_BACKLOG });
+    else server.listen({ port: ep.port, host: ep.host, backlog: LISTEN_BACKLOG });
   });
 }
 
