@@ -1,6 +1,7 @@
 // Mount-table fields as the kernel writes them (/proc/*/mounts), shared by
 // the volume checks and by anything that reads paths the host escaped the
 // same way (the volume.statfs source's lines).
+import { fields, splitLines } from "./strings";
 
 function isOctal(c: i32): bool {
   return c >= 48 && c <= 55;
@@ -30,4 +31,48 @@ export function normalizeMountPath(p: string): string {
   let end = p.length;
   while (end > 1 && p.charCodeAt(end - 1) == 47) end--;
   return p.substring(0, end);
+}
+
+/** One line of a mount table: `device mountpoint fstype options dump pass`. */
+export class MountEntry {
+  device: string;
+  mountPoint: string;
+  fsType: string;
+  readOnly: bool;
+  constructor(device: string, mountPoint: string, fsType: string, readOnly: bool) {
+    this.device = device;
+    this.mountPoint = mountPoint;
+    this.fsType = fsType;
+    this.readOnly = readOnly;
+  }
+}
+
+/**
+ * The entries of a mount table, fields unescaped and mount points normalized;
+ * null when the text does not look like one (no entry, or more junk lines
+ * than entries).
+ */
+export function parseMountTable(text: string): Array<MountEntry> | null {
+  const entries = new Array<MountEntry>();
+  let junk = 0;
+  const lines = splitLines(text);
+  for (let i = 0; i < lines.length; i++) {
+    const f = fields(lines[i]);
+    if (f.length == 0) continue;
+    if (f.length < 4 || f[1].charCodeAt(0) != 47) {
+      junk++;
+      continue;
+    }
+    const ro = f[3] == "ro" || f[3].startsWith("ro,");
+    entries.push(new MountEntry(unescapeMountField(f[0]), normalizeMountPath(unescapeMountField(f[1])), f[2], ro));
+  }
+  return entries.length == 0 || junk > entries.length ? null : entries;
+}
+
+/** The entry mounted last at `path` (later mounts hide earlier ones), or null. */
+export function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    if (entries[i].mountPoint == path) return entries[i];
+  }
+  return null;
 }

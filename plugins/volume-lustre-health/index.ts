@@ -15,7 +15,7 @@
 import {
   Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, fields, splitLines, sourceFailed,
   parseLustreImports, addImportStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, groupByMount,
-  judgeMount, LustreMount, LustreImports, VOLUME_DEGRADED, VOLUME_INACCESSIBLE, unescapeMountField, normalizeMountPath,
+  judgeMount, LustreMount, LustreImports, VOLUME_DEGRADED, VOLUME_INACCESSIBLE, unescapeMountField, normalizeMountPath, parseMountTable, mountAt,
 } from "../sdk";
 
 const MOUNTS = "proc.mounts";
@@ -43,24 +43,6 @@ export function check(input: string): string {
   const inp = CheckInput.parse(input);
   if (inp.error.length > 0) return respond(Result.fail("BadInput", inp.error).health(VOLUME_DEGRADED, "HealthUnknown", "cannot tell the volume's health: " + inp.error));
   return respond(evaluate(inp));
-}
-
-class MountEntry {
-  device: string;
-  mountPoint: string;
-  fsType: string;
-  readOnly: bool;
-  constructor(device: string, mountPoint: string, fsType: string, readOnly: bool) {
-    this.device = device;
-    this.mountPoint = mountPoint;
-    this.fsType = fsType;
-    this.readOnly = readOnly;
-  }
-}
-
-function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
-  for (let i = entries.length - 1; i >= 0; i--) if (entries[i].mountPoint == path) return entries[i];
-  return null;
 }
 
 /** `MGSNID[:NID…]:/fsname[/subdir]` → fsname, or "". */
@@ -116,20 +98,8 @@ function evaluate(input: CheckInput): Result {
     const r = ms === null ? Result.fail("SourceMissing", "source " + MOUNTS + " was not provided to the check") : sourceFailed(ms);
     return r.health(VOLUME_DEGRADED, "HealthUnknown", "cannot read the mount table: " + clip(oneLine(r.message), 300));
   }
-  const entries = new Array<MountEntry>();
-  let junk = 0;
-  const lines = splitLines(ms.stdout);
-  for (let i = 0; i < lines.length; i++) {
-    const f = fields(lines[i]);
-    if (f.length == 0) continue;
-    if (f.length < 4 || f[1].charCodeAt(0) != 47) {
-      junk++;
-      continue;
-    }
-    const ro = f[3] == "ro" || f[3].startsWith("ro,");
-    entries.push(new MountEntry(unescapeMountField(f[0]), normalizeMountPath(unescapeMountField(f[1])), f[2], ro));
-  }
-  if (entries.length == 0 || junk > entries.length) {
+  const entries = parseMountTable(ms.stdout);
+  if (entries === null) {
     const msg = "cannot parse " + MOUNTS + ": output does not look like /proc/mounts";
     return Result.fail("ParseError", msg).health(VOLUME_DEGRADED, "HealthUnknown", msg);
   }

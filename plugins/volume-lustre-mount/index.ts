@@ -1,12 +1,12 @@
 // Volume check: is the volume's staging and/or target path really a Lustre
-// mount? Reads <procfs>/mounts. Runs per NodeGetVolumeStats call (probe
-// "volume"), with the volume's paths as facts volume.path and volume.stagingPath.
+// mount? Reads <procfs>/mounts. Run in the background for every known volume
+// (probe "volume"), with the volume's paths as facts volume.path and volume.stagingPath.
 //
 // Why: when a Lustre client is evicted or a mount is lazily unmounted, the
 // directory is still there and the driver's stats call can succeed on the
 // empty directory underneath, so kubelet would report a healthy volume whose
 // data is gone. A missing or non-lustre mount at the path is the signal.
-import { Manifest, Result, fields, humanList, Opened, parseError, checkSource, splitLines, unescapeMountField, normalizeMountPath } from "../sdk";
+import { Manifest, Result, humanList, Opened, parseError, checkSource, normalizeMountPath, parseMountTable, mountAt } from "../sdk";
 
 const SOURCE = "proc.mounts";
 
@@ -15,25 +15,6 @@ export function manifest(): string {
     .source(SOURCE)
     .probeKind("volume")
     .toJson();
-}
-
-class MountEntry {
-  device: string;
-  mountPoint: string;
-  fsType: string;
-  constructor(device: string, mountPoint: string, fsType: string) {
-    this.device = device;
-    this.mountPoint = mountPoint;
-    this.fsType = fsType;
-  }
-}
-
-/** The entry mounted last at `path` (later mounts hide earlier ones), or null. */
-function mountAt(entries: Array<MountEntry>, path: string): MountEntry | null {
-  for (let i = entries.length - 1; i >= 0; i--) {
-    if (entries[i].mountPoint == path) return entries[i];
-  }
-  return null;
 }
 
 export function check(input: string): string {
@@ -51,21 +32,8 @@ function evaluate(o: Opened): Result {
   }
 
   // <procfs>/mounts: `device mountpoint fstype options dump pass`.
-  const entries = new Array<MountEntry>();
-  let junk = 0;
-  const lines = splitLines(o.text);
-  for (let i = 0; i < lines.length; i++) {
-    const f = fields(lines[i]);
-    if (f.length == 0) continue;
-    if (f.length < 4 || f[1].charCodeAt(0) != 47) {
-      junk++;
-      continue;
-    }
-    entries.push(new MountEntry(unescapeMountField(f[0]), normalizeMountPath(unescapeMountField(f[1])), f[2]));
-  }
-  if (entries.length == 0 || junk > entries.length) {
-    return parseError(o.source, "output does not look like /proc/mounts");
-  }
+  const entries = parseMountTable(o.text);
+  if (entries === null) return parseError(o.source, "output does not look like /proc/mounts");
 
   const missing = new Array<string>();
   const wrongType = new Array<string>();
