@@ -162,7 +162,7 @@ pub fn parse_input(text: &str) -> Result<(Input, Round), String> {
             ("mode", Value::Str(s)) => input.mode = s,
             ("sources", Value::Obj(m)) => {
                 for (name, s) in m {
-                    input.sources.push(source_of(name, s));
+                    input.sources.push(Source::from_value(name, s));
                 }
             }
             ("facts", Value::Obj(m)) => {
@@ -183,25 +183,6 @@ pub fn parse_input(text: &str) -> Result<(Input, Round), String> {
         }
     }
     Ok((input, round))
-}
-
-fn source_of(name: String, v: Value) -> Source {
-    let mut s = Source { name, ..Source::default() };
-    if let Value::Obj(m) = v {
-        for (k, v) in m {
-            match (k.as_str(), v) {
-                ("ok", Value::Bool(b)) => s.ok = b,
-                ("exitCode", v @ Value::Num(_)) => s.exit_code = v.as_i64(),
-                ("stdout", Value::Str(t)) => s.stdout = t,
-                ("stderr", Value::Str(t)) => s.stderr = t,
-                ("error", Value::Str(t)) => s.error = t,
-                ("truncated", Value::Bool(b)) => s.truncated = b,
-                ("ageMs", v @ Value::Num(_)) => s.age_ms = v.as_i64().unwrap_or(0),
-                _ => {}
-            }
-        }
-    }
-    s
 }
 
 /// `pg_check` of a health plugin: decodes the input and its round, runs `check`, serialises.

@@ -106,7 +106,7 @@ impl Input {
 }
 
 impl Source {
-    fn from_value(name: String, v: Value) -> Source {
+    pub(crate) fn from_value(name: String, v: Value) -> Source {
         let mut s = Source { name, ..Source::default() };
         if let Value::Obj(m) = v {
             for (k, v) in m {
