@@ -32,11 +32,32 @@ export async function runPluginWithSources(
   facts: Readonly<Record<string, string>>,
   round?: Readonly<RoundInfo>,
 ): Promise<{ outcome: CheckOutcome; missingTools: string[] }> {
-  const sources = await Promise.all(
-    p.manifest.sources.map(async (name) => [name, await deps.catalog.read(name, facts)] as [string, SourceResult]),
-  );
-  const outcome = await deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config, round));
+  const sources = await readPluginSources(deps, p, facts);
+  const outcome = await runPluginOn(deps, p, sources, facts, round);
   return { outcome, missingTools: sources.filter(([, r]) => toolMissing(r)).map(([name]) => name) };
+}
+
+/** The sources a plugin names, read with the facts known so far, in its order. Never rejects. */
+export function readPluginSources(
+  deps: Pick<PluginRunDeps, "catalog">,
+  p: LoadedPlugin,
+  facts: Readonly<Record<string, string>>,
+): Promise<Array<[string, SourceResult]>> {
+  return Promise.all(p.manifest.sources.map(async (name) => [name, await deps.catalog.read(name, facts)] as [string, SourceResult]));
+}
+
+/**
+ * The plugin's check() on sources already read (readPluginSources): the
+ * volume checks read first to tell whether a stable verdict still stands.
+ */
+export function runPluginOn(
+  deps: Pick<PluginRunDeps, "runtime" | "mode">,
+  p: LoadedPlugin,
+  sources: ReadonlyArray<readonly [string, SourceResult]>,
+  facts: Readonly<Record<string, string>>,
+  round?: Readonly<RoundInfo>,
+): Promise<CheckOutcome> {
+  return deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config, round));
 }
 
 /**
