@@ -44,7 +44,7 @@ const INSTANCES = ["ffff8f0a3b5c9000", "ffff8f0a3b5ca800", "ffff8f0a3b5cb000"];
  * calls=N`, N its calls so far (all volumes), also as a DEGRADED "Counted"
  * entry. Stable unless the volume id starts with "moving" or an import of its
  * mount is DISCONN; a volume id starting with "noisy" adds an event (so it is
- * never reused, stable or not).
+ * never reused, stable or not); one starting with "broken" gets bad output.
  */
 function counterPlugin(tag: string): Promise<Uint8Array> {
   const manifest = JSON.stringify({
@@ -71,6 +71,7 @@ export function manifest(): string {
 }
 export function check(input: string): string {
   calls++;
+  if (input.includes('"volume.id":"broken')) return "not json";
   const msg = ${JSON.stringify(tag)} + " mark=" + between(input, '"mark":"', '"') + " calls=" + calls.toString();
   let out = '{"status":"warn","reason":"Counted","message":"' + msg + '","facts":{},"health":[{"status":"DEGRADED","reason":"Counted","message":"' + msg + '"}]';
   if (input.includes('"volume.id":"noisy')) out += ',"events":[{"reason":"Remounted","fs":"lustrefs"}]';
@@ -250,5 +251,19 @@ describe("volume checks with a stable verdict", () => {
     s.health.registry.remember({ volumeId: "pv1", targetPath: target("pv1"), readOnly: false, origin: "publish" });
     await waitFor(() => s.health.view.volume("pv1")?.some((e) => e.check === "counter"), "pv1 evaluated again");
     expect(s.counted("pv1").message).toBe("v2 mark=b calls=2");
+  }, 60_000);
+
+  it("are not reused while the plugin is quarantined for faulting on another volume", async () => {
+    const s = await setup(["pv1", "broken"]);
+    const first = s.counted("pv1");
+    expect(s.health.view.volume("broken")).toMatchObject([{ reason: "HealthCheckFailed", check: "counter" }]);
+    // broken's bad output gets the plugin quarantined (3 faults); pv1's verdict
+    // then stands no longer: its calls fault, and past the grace it reads as failed.
+    await waitFor(async () => {
+      await s.round();
+      return s.counted("pv1").reason === "HealthCheckFailed";
+    }, "pv1's stable verdict dropped", 45_000);
+    expect(s.counted("pv1").message).toContain("PluginQuarantined");
+    expect(s.counted("pv1").since).not.toBe(first.since);
   }, 60_000);
 });

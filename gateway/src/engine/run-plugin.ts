@@ -12,20 +12,12 @@ export interface PluginRunDeps {
 
 /**
  * Runs one plugin once: reads the sources it names with the facts known so
- * far, then its check() with its configuration. The scheduled rounds and the
- * on-demand volume checks both go through here, so a plugin sees the same
+ * far, then its check() with its configuration; also gives the names of the
+ * sources whose program could not be started (missing tool). The scheduled
+ * rounds use it; the volume checks call its two halves (readPluginSources,
+ * then runPluginOn unless a stable verdict stands), so a plugin sees the same
  * input either way. Never rejects (neither read() nor runCheck() does).
  */
-export async function runPlugin(
-  deps: PluginRunDeps,
-  p: LoadedPlugin,
-  facts: Readonly<Record<string, string>>,
-  round?: Readonly<RoundInfo>,
-): Promise<CheckOutcome> {
-  return (await runPluginWithSources(deps, p, facts, round)).outcome;
-}
-
-/** runPlugin, also giving the names of the sources whose program could not be started (missing tool). */
 export async function runPluginWithSources(
   deps: PluginRunDeps,
   p: LoadedPlugin,

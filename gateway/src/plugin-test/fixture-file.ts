@@ -85,7 +85,8 @@ const caseSchema = z.strictObject({
       .array(z.strictObject({ reason: z.string().min(1), fs: z.string().optional(), target: z.string().optional(), at: z.number().int().optional() }))
       .nullish()
       .transform((e) => (e === null ? [] : e)),
-    stable: z.boolean().optional(),
+    // custom, not z.boolean(): a wrong type must not read as "missing expect.stable".
+    stable: z.custom<boolean>((v) => typeof v === "boolean", { message: "must be true or false" }).optional(),
   }),
 });
 

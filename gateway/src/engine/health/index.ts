@@ -43,7 +43,7 @@ export interface StorageHealthOptions {
   /** The check engine whose rounds carry the storage checks' verdicts. */
   engine: { onRound(listener: (r: EngineRound) => void): () => void };
   /** The engine's plugin runtime (the volume checks are its probe:"volume" plugins). */
-  runtime: Pick<PluginRuntime, "current" | "runCheck" | "configFor">;
+  runtime: Pick<PluginRuntime, "current" | "runCheck" | "configFor" | "isQuarantined">;
   catalog: Pick<SourceCatalog, "read"> & Partial<Pick<SourceCatalog, "statfsOutstanding">>;
   logger: Logger;
   metrics: Metrics;
@@ -255,7 +255,8 @@ class HealthEvaluator implements StorageHealth {
       plugins.map(async (p) => {
         const sources = await readPluginSources({ catalog: volumeScopedCatalog(this.opts.catalog, p.manifest.sources) }, p, facts);
         const config = this.opts.runtime.configFor(p);
-        const reused = reuse(kept?.get(p.manifest.name), p, config, facts, sources);
+        // A quarantined plugin faulted elsewhere: its verdicts stand no longer (fail closed).
+        const reused = this.opts.runtime.isQuarantined(p) ? undefined : reuse(kept?.get(p.manifest.name), p, config, facts, sources);
         if (reused) return { outcome: reused, ran: false, config, sources };
         const outcome = await runPluginOn(this.opts, p, sources, facts, { epoch, previousEpoch: prev.get(p.manifest.name) ?? 0 });
         return { outcome, ran: true, config, sources };
