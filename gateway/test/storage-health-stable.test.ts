@@ -223,6 +223,21 @@ describe("volume checks with a stable verdict", () => {
     expect(s.counted("pv1")).toEqual(healed);
   }, 60_000);
 
+  it("an entry whose message changes under the same (status, reason) is answered with the new message, not the first one's", async () => {
+    const s = await setup(["moving"]);
+    const messages: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      await s.round();
+      const answer = fromBinary(NodeGetVolumeHealthResponseSchema, await s.volumeHealth("moving"));
+      const counted = answer.volumeHealth!.healthStatuses.find((e) => e.reason === "Counted")!;
+      // What the socket says is the evaluation's latest message (calls=N moves every round)...
+      expect(counted.message).toBe(s.counted("moving").message);
+      messages.push(counted.message);
+    }
+    // ...and it did move, under a (status, reason) and since that did not.
+    expect(new Set(messages).size).toBe(3);
+  }, 60_000);
+
   it("are called again after a new configuration, a new module, or the volume being forgotten", async () => {
     const s = await setup(["pv1"]);
     const first = s.counted("pv1");

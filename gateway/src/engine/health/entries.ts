@@ -48,7 +48,11 @@ export class ScopeHealth<S extends string> {
   /**
    * Applies one round's results: `results` holds every plugin that ran for
    * this scope; plugins missing from it are gone and their entries with them.
-   * Returns whether the set of (status, reason, fs, check) changed.
+   * Returns whether the entries changed, messages included: the encoded
+   * answers are rebuilt on a change, and an answer naming the OST that was
+   * down two rounds ago is wrong. (Events and the Node condition look at
+   * (status, reason, fs) only, so a message that changes every round, "held
+   * for N s", writes nothing to the API.)
    */
   apply(results: readonly PluginResult[], now: Date): boolean {
     const present = new Set(results.map((r) => r.check));
@@ -92,7 +96,7 @@ export class ScopeHealth<S extends string> {
     }
     for (const k of [...this.since.keys()]) if (!seen.has(k)) this.since.delete(k);
     this.current = Object.freeze(out);
-    const key = JSON.stringify(out.map((e) => [e.status, e.reason, e.fs ?? "", e.check]));
+    const key = JSON.stringify(out.map((e) => [e.status, e.reason, e.fs ?? "", e.check, e.message]));
     const changed = key !== this.key;
     this.key = key;
     return changed;
