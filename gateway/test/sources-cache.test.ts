@@ -56,6 +56,33 @@ describe("SingleFlightCache", () => {
     expect(await cache.get("k", 0, produce)).toBe(2);
   });
 
+  it("asks keep about an expired value once for all waiting callers: true keeps it a TTL from now, false or a rejection produces anew", async () => {
+    let now = 0;
+    const cache = new SingleFlightCache<string>(() => now);
+    let runs = 0;
+    const produce = async () => `v${++runs}`;
+    const gate = deferred<boolean>();
+    let asked = 0;
+    const keep = () => {
+      asked++;
+      return gate.promise;
+    };
+    expect(await cache.get("k", 1000, produce, keep)).toBe("v1");
+    expect(asked).toBe(0); // nothing to ask about yet
+    now = 1000;
+    const waiting = Array.from({ length: 10 }, () => cache.get("k", 1000, produce, keep));
+    gate.resolve(true);
+    expect(await Promise.all(waiting)).toEqual(Array(10).fill("v1"));
+    expect([asked, runs]).toEqual([1, 1]);
+    now = 1999; // kept from 1000, so still fresh: not asked
+    expect(await cache.get("k", 1000, produce, keep)).toBe("v1");
+    expect(asked).toBe(1);
+    now = 2000;
+    expect(await cache.get("k", 1000, produce, async () => false)).toBe("v2");
+    now = 3000;
+    expect(await cache.get("k", 1000, produce, () => Promise.reject(new Error("key unreadable")))).toBe("v3");
+  });
+
   it("prunes expired entries instead of growing without bound", async () => {
     let now = 0;
     const cache = new SingleFlightCache<number>(() => now);

@@ -24,8 +24,10 @@ export class SingleFlightCache<T> {
   /**
    * TTL counts from when the value was produced, not from when it was
    * requested, so a slow command (a 10 s ping) is not stale on arrival.
+   * `keep`, when given, is asked about an expired value before `produce` is
+   * run: true keeps it for another TTL (counted from now).
    */
-  get(key: string, ttlMs: number, produce: () => Promise<T>): Promise<T> {
+  get(key: string, ttlMs: number, produce: () => Promise<T>, keep?: (value: T) => Promise<boolean>): Promise<T> {
     const entry = this.entries.get(key);
     if (entry?.pending) return entry.pending;
     if (entry && entry.value !== undefined && this.now() < entry.expiresAt) {
@@ -34,7 +36,17 @@ export class SingleFlightCache<T> {
     if (!entry && this.entries.size >= PRUNE_ABOVE) this.prune();
 
     const fresh: Entry<T> = entry ?? { pending: null, value: undefined, expiresAt: 0 };
-    const pending = produce().then(
+    const old = fresh.value;
+    // An expired value its owner says is still good lives another TTL; the
+    // question is asked once however many callers wait (it is the pending).
+    const produced =
+      keep && old !== undefined
+        ? keep(old).then(
+            (still) => (still ? old : produce()),
+            () => produce(),
+          )
+        : produce();
+    const pending = produced.then(
       (value) => {
         fresh.pending = null;
         fresh.value = value;

@@ -7,6 +7,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
+import { lustreMountsKey, type KeepWhile } from "./keep-while.js";
 import { ProcessNamespace } from "./process-namespace.js";
 import { CommandTracker, type CommandResult } from "./run-command.js";
 import type { CustomSourceConfig } from "./sources-file.js";
@@ -93,6 +94,11 @@ export interface SourceCatalogOptions {
   statfsMaxOutstanding?: number;
   /** volume.statfs: a path that answered is probed again after this long. Default 30 s. */
   statfsIntervalMs?: number;
+  /**
+   * Monotonic milliseconds for the result cache and kept results (tests drive
+   * it by hand to pass a TTL or a max age without sleeping). Default performance.now.
+   */
+  now?: () => number;
 }
 
 /**
@@ -122,6 +128,9 @@ export interface SourceDescription {
   timeoutMs?: number;
   ttlMs: number;
   params: string[];
+  /** A success is kept past ttlMs while these read the same (at most keepMaxAgeMs). */
+  keptWhile?: string;
+  keepMaxAgeMs?: number;
 }
 
 export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
@@ -159,8 +168,17 @@ export const LUSTRE_IMPORTS_MAX_BYTES = 4 * 1024 * 1024;
  */
 const TOOL_PRESENCE_TTL_MS = 60_000;
 
-function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): SourceDef[] {
+function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): SourceDef[] {
   const cmd = { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes };
+  // The Lustre mounts of the namespace proc.mounts reads (its mountinfo): what
+  // `lfs getname` lists cannot change unless they do.
+  const lustreMounts = lustreMountsKey({
+    mountinfo: ctx.namespace ? { ns: ctx.namespace } : { path: join(opts.procfs, "1", "mountinfo") },
+    sysfs: opts.sysfs,
+    ttlMs: d.fileTtlMs,
+    maxBytes: d.maxOutputBytes,
+    now,
+  });
   return [
     commandSource({ name: "lnetctl.net_show", argv: ["lnetctl", "net", "show"], label: "lnetctl net show", ...cmd }, ctx),
     commandSource({ name: "lctl.list_nids", argv: ["lctl", "list_nids"], label: "lctl list_nids", ...cmd }, ctx),
@@ -218,7 +236,8 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       },
       ctx,
     ),
-    commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd }, ctx),
+    // Re-run only when the Lustre mounts change (a fork costs more than the key's file read).
+    commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd, keepWhile: lustreMounts }, ctx),
     commandSource({ name: "lustre.health_check", argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
     // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
     commandSource({ name: "lnetctl.net_show_health", argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
@@ -233,7 +252,9 @@ function customLabel(argv: readonly string[]): string {
 }
 
 export class SourceCatalog {
-  private cache = new SingleFlightCache<SourceResult>();
+  private cache: SingleFlightCache<SourceResult>;
+  /** For sources with keepWhile: the key read before each successful result ran, and when it was produced. */
+  private readonly stamps = new WeakMap<SourceResult, { key: string; at: number }>();
   private sources: ReadonlyMap<string, SourceDef>;
   private problem: SourcesProblem | null = null;
   private watcher: SourcesFileWatcher | null = null;
@@ -246,8 +267,10 @@ export class SourceCatalog {
     private readonly ctx: RunContext,
     private readonly logger: Logger,
     private readonly metrics: Metrics | undefined,
+    private readonly now: () => number,
   ) {
     this.sources = sources;
+    this.cache = new SingleFlightCache<SourceResult>(now);
   }
 
   /** Loads and validates the --sources file; throws SourcesFileError naming file, line and field. */
@@ -277,9 +300,10 @@ export class SourceCatalog {
         return r?.ok ? r.stdout : undefined;
       },
     });
-    const defs = await buildDefs(opts, d, ctx);
+    const now = opts.now ?? (() => performance.now());
+    const defs = await buildDefs(opts, d, ctx, now);
     const log = opts.logger.child({ component: "sources" });
-    self = new SourceCatalog(defs, opts, d, ctx, log, opts.metrics);
+    self = new SourceCatalog(defs, opts, d, ctx, log, opts.metrics, now);
     return self;
   }
 
@@ -322,7 +346,7 @@ export class SourceCatalog {
   async reload(sha256?: string): Promise<void> {
     let defs: ReadonlyMap<string, SourceDef>;
     try {
-      defs = await buildDefs(this.opts, this.defaults, this.ctx);
+      defs = await buildDefs(this.opts, this.defaults, this.ctx, this.now);
     } catch (err) {
       if (!(err instanceof SourcesFileError)) {
         this.logger.error({ err: (err as Error).message }, "sources file reload failed unexpectedly");
@@ -343,7 +367,7 @@ export class SourceCatalog {
     this.problem = null;
     if (changed) {
       // Results of a source whose definition changed must not outlive it.
-      this.cache = new SingleFlightCache<SourceResult>();
+      this.cache = new SingleFlightCache<SourceResult>(this.now);
       this.logger.info({ file: this.opts.sourcesFile, sources: this.names().filter((n) => !BUILTIN_SOURCE_NAMES.includes(n)) }, "sources file applied");
     }
     if (changed || hadProblem) this.notify();
@@ -381,6 +405,7 @@ export class SourceCatalog {
       ...(s.timeoutMs !== undefined ? { timeoutMs: s.timeoutMs } : {}),
       ttlMs: s.ttlMs,
       params: [...s.params],
+      ...(s.keepWhile ? { keptWhile: s.keepWhile.what, keepMaxAgeMs: s.keepWhile.maxAgeMs } : {}),
     }));
   }
 
@@ -412,11 +437,37 @@ export class SourceCatalog {
       if (!def) return immediateFailure(`unknown source ${name}`);
       const prepared = def.prepare(facts ?? {});
       if ("error" in prepared) return immediateFailure(prepared.error);
-      return await this.cache.get(`${name}\0${prepared.key}`, def.ttlMs, () => this.execute(def, prepared.run));
+      const key = `${name}\0${prepared.key}`;
+      const keep = def.keepWhile;
+      if (!keep) return await this.cache.get(key, def.ttlMs, () => this.execute(def, prepared.run));
+      return await this.cache.get(
+        key,
+        def.ttlMs,
+        () => this.executeKeyed(def, prepared.run, keep),
+        (last) => this.stillKept(last, keep),
+      );
     } catch (err) {
       this.logger.error({ err, source: name }, "source read failed unexpectedly");
       return immediateFailure(`internal error: ${err instanceof Error ? err.message : String(err)}`);
     }
+  }
+
+  /**
+   * The key is read before the command runs: a mount that comes or goes while
+   * it runs then shows as a changed key at the next read (one run too many,
+   * never a stale answer kept). Failures are never stamped, so never kept.
+   */
+  private async executeKeyed(def: SourceDef, run: () => Promise<Produced>, keep: KeepWhile): Promise<SourceResult> {
+    const key = await readKey(keep);
+    const result = await this.execute(def, run);
+    if (key !== undefined && result.ok) this.stamps.set(result, { key, at: this.now() });
+    return result;
+  }
+
+  private async stillKept(last: SourceResult, keep: KeepWhile): Promise<boolean> {
+    const stamp = this.stamps.get(last);
+    if (!stamp || this.now() - stamp.at >= keep.maxAgeMs) return false;
+    return (await readKey(keep)) === stamp.key;
   }
 
   private async execute(def: SourceDef, run: () => Promise<Produced>): Promise<SourceResult> {
@@ -450,8 +501,17 @@ export class SourceCatalog {
   }
 }
 
-async function buildDefs(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext): Promise<ReadonlyMap<string, SourceDef>> {
-  const defs = builtinSources(opts, d, ctx);
+/** The key never fails a read: whatever goes wrong means "cannot tell", and nothing is kept. */
+async function readKey(keep: KeepWhile): Promise<string | undefined> {
+  try {
+    return await keep.key();
+  } catch {
+    return undefined;
+  }
+}
+
+async function buildDefs(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): Promise<ReadonlyMap<string, SourceDef>> {
+  const defs = builtinSources(opts, d, ctx, now);
   if (opts.sourcesFile !== undefined) {
     // Loaded on demand: most gateways have no --sources file and need no YAML parser.
     const { loadSourcesFile } = await import("./sources-file.js");

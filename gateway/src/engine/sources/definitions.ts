@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
 import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "./run-command.js";
+import type { KeepWhile } from "./keep-while.js";
 import type { ProcessNamespace } from "./process-namespace.js";
 import type { StatfsProber } from "./statfs.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
@@ -28,6 +29,8 @@ export interface SourceDef {
   path?: string;
   /** How a real run reports its failures, so saved outputs can be replayed faithfully (replay.ts). */
   replay: ReplayShape;
+  /** A successful result is kept past its TTL while this key reads the same (keep-while.ts). */
+  keepWhile?: KeepWhile;
   prepare(facts: Readonly<Record<string, string>>): Prepared;
 }
 
@@ -69,6 +72,7 @@ export interface CommandSourceSpec {
   timeoutMs: number;
   ttlMs: number;
   maxOutputBytes: number;
+  keepWhile?: KeepWhile;
 }
 
 function factValue(facts: Readonly<Record<string, string>>, fact: string): string | undefined {
@@ -92,6 +96,7 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
       timeoutMs: spec.timeoutMs,
       maxOutputBytes: spec.maxOutputBytes,
     },
+    ...(spec.keepWhile ? { keepWhile: spec.keepWhile } : {}),
     prepare(facts) {
       const argv: string[] = [...ctx.commandPrefix];
       for (const a of spec.argv) {
