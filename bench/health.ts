@@ -123,6 +123,12 @@ export async function fakeNode(volumes: number, osts: number, shape: NodeShape =
   fs.writeFileSync(path.join(dir, "imports.out"), r.renderImports(desc));
   fs.writeFileSync(path.join(dir, "import_states.out"), r.renderStates(desc));
   fs.writeFileSync(path.join(dir, "proc/1/mounts"), mounts.join("\n") + "\n");
+  // The same table as mountinfo, as a host has it (lfs.getname is kept while its Lustre lines are unchanged).
+  const info = mounts.map((m, i) => {
+    const [dev, at, type, opts] = m.split(" ");
+    return `${30 + i} 1 0:${40 + i} / ${at} rw,relatime shared:${i + 1} - ${type} ${dev} ${opts}`;
+  });
+  fs.writeFileSync(path.join(dir, "proc/1/mountinfo"), info.join("\n") + "\n");
   fs.writeFileSync(path.join(dir, "getname.out"), r.renderGetname(desc));
   const env = { ...process.env, PATH: `${path.join(root, "gateway/demo/bin")}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir };
   return { dir, kubeletDir, env, volumes: vols };
