@@ -211,7 +211,7 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
     commandSource(
       {
         name: "lctl.import_states",
-        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state"],
+        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state", "mgc.*.state"],
         label: "lctl get_param *.state",
         ...cmd,
         maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
