@@ -252,7 +252,8 @@ export function addImportStates(s: string, into: LustreImports): string {
     let end = nl;
     if (end > start && unitAt(s, end - 1) == 13) end--;
     const lineStart = start;
-    start = nl + 1;
+    // A last line without LF still ends its block: one more turn at n does that.
+    start = nl < n ? nl + 1 : n;
     const atEnd = lineStart >= n;
     const p: ParamLine | null = atEnd ? null : paramLine(s, lineStart, end, ".state=");
     if (atEnd || p !== null) {
@@ -361,7 +362,8 @@ export function parseLustreStates(s: string): LustreImports {
     let end = nl;
     if (end > start && unitAt(s, end - 1) == 13) end--;
     let k = start;
-    start = nl + 1;
+    // A last line without LF still ends its block: one more turn at n does that.
+    start = nl < n ? nl + 1 : n;
     const atEnd = k >= n;
     const p: ParamLine | null = atEnd || end == k || isSpace(unitAt(s, k)) ? null : paramLine(s, k, end, ".state=");
     if (atEnd || p !== null) {
@@ -393,6 +395,7 @@ export function parseLustreStates(s: string): LustreImports {
     }
     let j = k;
     while (j < end && isSpace(unitAt(s, j))) j++;
+    if (j == end) continue;
     if (hasAt(s, j, "current_state:")) {
       // Two in one block: a parameter line was lost, and the later state would pass for this import's.
       if (cur.state.length > 0) {
