@@ -85,3 +85,44 @@ describe("README quick start: npx buf curl", () => {
     }
   });
 });
+
+describe("docs/health.md: its npx buf curl lines", () => {
+  const page = fs.readFileSync(path.join(ROOT, "docs", "health.md"), "utf8");
+  const lines = page.split("\n").filter((l) => l.startsWith("npx buf curl "));
+
+  it("answer from the demo node's socket as the page says; Connect gets UNIMPLEMENTED", async () => {
+    expect(lines.map((l) => l.slice(l.lastIndexOf("/") + 1))).toEqual(["NodeGetStorageHealth", "NodeGetVolumeHealth"]);
+    const gw = await startGatewayProcess(["--demo=healthy"]);
+    try {
+      const buf = path.join(ROOT, "node_modules/.bin/buf");
+      const run = (args: string[]) => spawnSync(buf, args, { encoding: "utf8", timeout: 60_000 });
+      const asWritten = (line: string) => run(words(line.replaceAll("/tmp/csi.sock", gw.socket)).slice(2));
+      // Storage: healthy once the first round has run.
+      let storage = asWritten(lines[0]!);
+      for (let i = 0; i < 50 && storage.stdout.trim() !== "{}"; i++) {
+        await new Promise((res) => setTimeout(res, 200));
+        storage = asWritten(lines[0]!);
+      }
+      expect(storage.status, storage.stderr).toBe(0);
+      expect(JSON.parse(storage.stdout)).toEqual({});
+      // Volume: first answer without entries, then the evaluation's (the path is not mounted on the demo node).
+      const first = asWritten(lines[1]!);
+      expect(first.status, first.stderr).toBe(0);
+      expect(JSON.parse(first.stdout).volumeHealth.volumeId).toBe("vol-1");
+      let statuses: Array<{ status: string; reason: string }> | undefined;
+      for (let i = 0; i < 100 && !statuses; i++) {
+        const r = asWritten(lines[1]!);
+        expect(r.status, r.stderr).toBe(0);
+        statuses = JSON.parse(r.stdout).volumeHealth.healthStatuses;
+        if (!statuses) await new Promise((res) => setTimeout(res, 200));
+      }
+      expect(statuses).toEqual([expect.objectContaining({ status: "INACCESSIBLE", reason: "NotMounted" })]);
+      // The same call over Connect: the Node service is gRPC only.
+      const connect = run(words(lines[0]!.replaceAll("/tmp/csi.sock", gw.socket).replace("--protocol grpc --http2-prior-knowledge ", "")).slice(2));
+      expect(connect.status).not.toBe(0);
+      expect(connect.stdout + connect.stderr).toContain("unimplemented");
+    } finally {
+      await gw.stop();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 // Which health statuses a plugin's probe kind allows (shared by the engine and `plugin test`).
 import { describe, expect, it } from "vitest";
 import { applyHealthFamily } from "../src/runtime/health-output.js";
+import { parseCheckOutput } from "../src/runtime/schema.js";
 import type { CheckOutput } from "../src/runtime/types.js";
 
 const out = (health: CheckOutput["health"], events?: CheckOutput["events"]): CheckOutput => ({
@@ -29,5 +30,19 @@ describe("applyHealthFamily", () => {
   it("drops health and events from readiness and liveness plugins, keeping the verdict", () => {
     const r = applyHealthFamily("readiness", out([{ status: "STORAGE_UNREACHABLE", reason: "A", message: "" }], [{ reason: "Evicted" }]));
     expect(r).toEqual({ ok: true, output: { status: "warn", reason: "X", message: "m", facts: {} } });
+  });
+
+  it("keeps `stable` (a boolean) for volume and storage plugins, drops it for readiness and liveness", () => {
+    const text = '{"status":"pass","reason":"LustreMounted","message":"m","health":[],"stable":true}';
+    const parsed = parseCheckOutput(text);
+    if (!parsed.ok) throw new Error(parsed.message);
+    expect(applyHealthFamily("volume", parsed.output)).toEqual({ ok: true, output: { status: "pass", reason: "LustreMounted", message: "m", facts: {}, health: [], stable: true } });
+    expect(applyHealthFamily("storage", parsed.output)).toMatchObject({ ok: true, output: { stable: true } });
+    for (const kind of ["readiness", "liveness"] as const) {
+      expect(applyHealthFamily(kind, parsed.output)).toEqual({ ok: true, output: { status: "pass", reason: "LustreMounted", message: "m", facts: {} } });
+    }
+    const plain = parseCheckOutput('{"status":"pass","reason":"Ok","message":"m"}');
+    expect(plain.ok && "stable" in plain.output).toBe(false);
+    expect(parseCheckOutput('{"status":"pass","reason":"Ok","message":"m","stable":"yes"}')).toMatchObject({ ok: false, message: expect.stringContaining("stable") });
   });
 });

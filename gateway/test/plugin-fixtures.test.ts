@@ -1,6 +1,6 @@
 // `probegate plugin test --fixtures`: fixture files run through the gateway's
 // own sandbox, input builder and source replay, against the bundled plugins.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pluginTest } from "./helpers/plugin-test-cli.js";
@@ -13,6 +13,7 @@ const MODULES = join(ROOT, "dist", "plugins", "kernel-modules.wasm");
 const PING = join(ROOT, "dist", "plugins", "lnet-self-ping.wasm");
 const NI_DOWN = join(ROOT, "plugins", "fixtures", "net_show", "ni-down.yaml");
 const IMPORTS = join(ROOT, "dist", "plugins", "lustre-imports.wasm");
+const VOLUME_HEALTH = join(ROOT, "dist", "plugins", "volume-lustre-health.wasm");
 const LUSTRE = join(ROOT, "plugins", "fixtures", "lustre");
 
 let dir: { path: string; cleanup: () => Promise<void> };
@@ -201,6 +202,27 @@ ${expect}`;
     // The expected column is clipped at 40 characters.
     expect(r.stdout).toMatch(/^ +✗ health\[0\] +STORAGE_DEGRADED OstUnreachable …OST000…/m);
     expect(r.stdout.trim().split("\n").at(-1)).toBe("1 passed, 3 failed");
+  });
+
+  it("stable: compared when given (absent in the output is false), and must be a boolean", async () => {
+    // volume-lustre-health's own cases, their source files found from here.
+    const own = (name: string, stable: string) =>
+      readFileSync(join(ROOT, "plugins", "volume-lustre-health", "fixtures", name), "utf8")
+        .replaceAll("../../fixtures/lustre/", `${LUSTRE}/`)
+        .replace(/^  stable: .*$/m, `  stable: ${stable}`);
+    const d = fixtures({
+      "a-healthy.yaml": own("healthy.yaml", "true"),
+      "b-healthy-not.yaml": own("healthy.yaml", "false"),
+      "c-grace.yaml": own("osts-within-grace.yaml", "true"),
+      "d-grace-not.yaml": own("osts-within-grace.yaml", "false"),
+    });
+    const r = await run(VOLUME_HEALTH, "--fixtures", d);
+    expect(r.stdout).toMatch(/^ +✗ stable +false +true$/m);
+    expect(r.stdout).toMatch(/^ +✗ stable +true +false$/m);
+    expect(r.stdout.trim().split("\n").at(-1)).toBe("2 passed, 2 failed");
+    const bad = await run(VOLUME_HEALTH, "--fixtures", fixtures({ "bad.yaml": own("healthy.yaml", "yes") }));
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toMatch(/bad\.yaml:\d+: expect\.stable: must be true or false$/m);
   });
 
   it("refuses malformed round and health expectations with the key and its line", async () => {

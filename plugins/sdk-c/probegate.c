@@ -993,6 +993,7 @@ struct pg_health {
   size_t nentries;
   health_event events[PG_HEALTH_MAX];
   size_t nevents;
+  int stable;
 };
 
 pg_health *pg_health_new(pg_verdict *v) {
@@ -1021,6 +1022,11 @@ pg_health *pg_health_event(pg_health *h, const char *reason, pg_str fs, pg_str t
     e->target = target;
     e->at = at;
   }
+  return h;
+}
+
+pg_health *pg_health_stable(pg_health *h) {
+  h->stable = 1;
   return h;
 }
 
@@ -1079,6 +1085,7 @@ static pg_str health_render(const pg_health *h, size_t limit, int with_events) {
     }
     pg_buf_add(&b, "]");
   }
+  if (h->stable) pg_buf_add(&b, ",\"stable\":true");
   pg_buf_add(&b, "}");
   return pg_buf_str(&b);
 }

@@ -233,6 +233,8 @@ export class Result {
   /** Health entries (storage and volume plugins); empty: nothing adverse known. */
   healthEntries: Array<HealthEntry> = new Array<HealthEntry>();
   events: Array<HealthEvent> = new Array<HealthEvent>();
+  /** See stable(). */
+  isStable: bool = false;
 
   constructor(status: string, reason: string, message: string) {
     this.status = status;
@@ -298,6 +300,17 @@ export class Result {
     return this;
   }
 
+  /**
+   * Marks the verdict stable (volume plugins, plugins/ABI.md "Health"): given
+   * the same sources, facts, configuration and module it would be the same at
+   * any later round, and it carries no events, so the host may reuse it
+   * instead of calling again. Never set it when the verdict depends on time.
+   */
+  stable(): Result {
+    this.isStable = true;
+    return this;
+  }
+
   /** Serialises within the ABI's limits: facts, then long health messages, are cut before the verdict is. */
   toJson(): string {
     const full = this.render(MESSAGE_LIMIT, true, HEALTH_MESSAGE_LIMIT);
@@ -342,6 +355,7 @@ export class Result {
       }
       w.raw("events", "[" + joinStrings(items, ",") + "]");
     }
+    if (this.isStable) w.raw("stable", "true");
     return w.toString();
   }
 }

@@ -39,6 +39,8 @@ const cases: Array<{ facts: Record<string, string>; round?: { epoch: number; pre
   { facts: { n: "2", e: "2", status: "STORAGE_DEGRADED", msg: "line one\nline\ttwo ", fs: "lustrefs" }, round: { epoch: 5, previousEpoch: 0 } },
   { facts: { n: "1", status: "STORAGE_UNREACHABLE", msg: "m" }, round: { epoch: 5, previousEpoch: 4 } },
   { facts: { n: "400", e: "300", status: "STORAGE_DEGRADED", msg: "x".repeat(3000) }, round: { epoch: 5, previousEpoch: 4 } },
+  { facts: { stable: "1" }, round: { epoch: 5, previousEpoch: 4 } },
+  { facts: { n: "1", status: "STORAGE_DEGRADED", msg: "m", stable: "1" }, round: { epoch: 5, previousEpoch: 4 } },
 ];
 
 describe.each(["rust", "c"] as const)("%s SDK: round, health and events", (lang) => {
@@ -61,6 +63,8 @@ describe.each(["rust", "c"] as const)("%s SDK: round, health and events", (lang)
           expect((got.health ?? []).map((h: { status: string; reason: string; fs?: string }) => [h.status, h.reason, h.fs])).toEqual((want.health ?? []).map((h: { status: string; reason: string; fs?: string }) => [h.status, h.reason, h.fs]));
           if ((want.health ?? []).length <= 3) expect(got.health ?? []).toEqual(want.health ?? []);
           expect(got.events ?? []).toHaveLength((want.events ?? []).length);
+          expect(got.stable).toBe(want.stable);
+          expect(got.stable).toBe(c.facts.stable === "1" ? true : undefined);
         }
       } finally {
         await plugin.close();

@@ -60,6 +60,8 @@ class Findings {
   statuses: Array<string> = new Array<string>();
   reasons: Array<string> = new Array<string>();
   messages: Array<string> = new Array<string>();
+  /** Some judged import is not FULL/IDLE: the verdict depends on the round's epoch (grace, "for N s"). */
+  timeBound: bool = false;
   add(status: string, reason: string, message: string): void {
     for (let i = 0; i < this.reasons.length; i++) {
       if (this.reasons[i] == reason && this.statuses[i] == status) {
@@ -122,11 +124,11 @@ function evaluate(input: CheckInput): Result {
   }
   if (missing.length > 0) {
     const msg = "not mounted: " + humanList(missing) + " (no entry in /proc/mounts)";
-    return Result.fail("LustreNotMounted", msg).health(VOLUME_INACCESSIBLE, "NotMounted", msg);
+    return Result.fail("LustreNotMounted", msg).health(VOLUME_INACCESSIBLE, "NotMounted", msg).stable();
   }
   if (wrongType.length > 0) {
     const msg = "mounted, but not as lustre: " + humanList(wrongType);
-    return Result.fail("NotLustre", msg).health(VOLUME_INACCESSIBLE, "NotLustre", msg);
+    return Result.fail("NotLustre", msg).health(VOLUME_INACCESSIBLE, "NotLustre", msg).stable();
   }
 
   const found = new Findings();
@@ -142,7 +144,11 @@ function evaluate(input: CheckInput): Result {
 
   if (unknown.length > 0) found.add(VOLUME_DEGRADED, "HealthUnknown", "cannot tell: " + unknown.join("; "));
   const base = humanList(paths) + " mounted from " + humanList(devices);
-  if (found.reasons.length == 0) return Result.pass("LustreMounted", base);
+  // Stable (the host may reuse it while the sources are unchanged) only when
+  // nothing in it depends on the round's epoch: every judged import FULL/IDLE,
+  // nothing unknown, no statfs hanging (its text grows anyway).
+  const stable = unknown.length == 0 && !found.timeBound && !found.reasons.includes("MountHung");
+  if (found.reasons.length == 0) return stable ? Result.pass("LustreMounted", base).stable() : Result.pass("LustreMounted", base);
   // INACCESSIBLE first: it is what a reader of the first entry should see.
   const order = new Array<i32>();
   for (let i = 0; i < found.reasons.length; i++) if (found.statuses[i] == VOLUME_INACCESSIBLE) order.push(i);
@@ -156,7 +162,7 @@ function evaluate(input: CheckInput): Result {
     parts.push(found.reasons[i] + ": " + found.messages[i]);
   }
   r.message = parts.join("; ") + " (" + base + ")";
-  return r;
+  return stable ? r.stable() : r;
 }
 
 /** Lines `PATH ok FSTYPE_HEX ro|rw`, `PATH hung MS`, `PATH error CODE` (PATH escaped like /proc/mounts). */
@@ -215,6 +221,7 @@ function judgeImports(input: CheckInput, paths: Array<string>, fsnames: Array<st
     if (j.evictedMdts.length > 0) found.add(VOLUME_INACCESSIBLE, "Evicted", m.fs + ": evicted by " + humanList(j.evictedMdts));
     if (j.badOsts.length > 0) found.add(VOLUME_DEGRADED, "OstUnreachable", m.fs + ": " + humanList(j.badOsts) + " not FULL/IDLE (" + j.badOsts.length.toString() + " of " + j.ostCount.toString() + " OSTs): files striped over them cannot be read or written");
     if (j.evictedOsts.length > 0) found.add(VOLUME_DEGRADED, "Evicted", m.fs + ": evicted by " + humanList(j.evictedOsts));
+    if (j.settling > 0 || j.badMdts.length + j.evictedMdts.length + j.badOsts.length + j.evictedOsts.length > 0) found.timeBound = true;
   }
 }
 

@@ -12,31 +12,44 @@ export interface PluginRunDeps {
 
 /**
  * Runs one plugin once: reads the sources it names with the facts known so
- * far, then its check() with its configuration. The scheduled rounds and the
- * on-demand volume checks both go through here, so a plugin sees the same
+ * far, then its check() with its configuration; also gives the names of the
+ * sources whose program could not be started (missing tool). The scheduled
+ * rounds use it; the volume checks call its two halves (readPluginSources,
+ * then runPluginOn unless a stable verdict stands), so a plugin sees the same
  * input either way. Never rejects (neither read() nor runCheck() does).
  */
-export async function runPlugin(
-  deps: PluginRunDeps,
-  p: LoadedPlugin,
-  facts: Readonly<Record<string, string>>,
-  round?: Readonly<RoundInfo>,
-): Promise<CheckOutcome> {
-  return (await runPluginWithSources(deps, p, facts, round)).outcome;
-}
-
-/** runPlugin, also giving the names of the sources whose program could not be started (missing tool). */
 export async function runPluginWithSources(
   deps: PluginRunDeps,
   p: LoadedPlugin,
   facts: Readonly<Record<string, string>>,
   round?: Readonly<RoundInfo>,
 ): Promise<{ outcome: CheckOutcome; missingTools: string[] }> {
-  const sources = await Promise.all(
-    p.manifest.sources.map(async (name) => [name, await deps.catalog.read(name, facts)] as [string, SourceResult]),
-  );
-  const outcome = await deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config, round));
+  const sources = await readPluginSources(deps, p, facts);
+  const outcome = await runPluginOn(deps, p, sources, facts, round);
   return { outcome, missingTools: sources.filter(([, r]) => toolMissing(r)).map(([name]) => name) };
+}
+
+/** The sources a plugin names, read with the facts known so far, in its order. Never rejects. */
+export function readPluginSources(
+  deps: Pick<PluginRunDeps, "catalog">,
+  p: LoadedPlugin,
+  facts: Readonly<Record<string, string>>,
+): Promise<Array<[string, SourceResult]>> {
+  return Promise.all(p.manifest.sources.map(async (name) => [name, await deps.catalog.read(name, facts)] as [string, SourceResult]));
+}
+
+/**
+ * The plugin's check() on sources already read (readPluginSources): the
+ * volume checks read first to tell whether a stable verdict still stands.
+ */
+export function runPluginOn(
+  deps: Pick<PluginRunDeps, "runtime" | "mode">,
+  p: LoadedPlugin,
+  sources: ReadonlyArray<readonly [string, SourceResult]>,
+  facts: Readonly<Record<string, string>>,
+  round?: Readonly<RoundInfo>,
+): Promise<CheckOutcome> {
+  return deps.runtime.runCheck(p, (config) => buildCheckInput(deps.mode, sources, facts, Date.now(), config, round));
 }
 
 /**

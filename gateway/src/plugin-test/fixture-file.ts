@@ -41,6 +41,8 @@ export interface Expectation {
   health?: Array<{ status: string; reason: string; message?: string; fs?: string }>;
   /** Exactly these events, in this order; fields given are compared exactly. */
   events?: Array<{ reason: string; fs?: string; target?: string; at?: number }>;
+  /** Whether the plugin marks the verdict stable (absent in the output counts as false). */
+  stable?: boolean;
 }
 
 export class FixtureError extends Error {}
@@ -83,6 +85,8 @@ const caseSchema = z.strictObject({
       .array(z.strictObject({ reason: z.string().min(1), fs: z.string().optional(), target: z.string().optional(), at: z.number().int().optional() }))
       .nullish()
       .transform((e) => (e === null ? [] : e)),
+    // custom, not z.boolean(): a wrong type must not read as "missing expect.stable".
+    stable: z.custom<boolean>((v) => typeof v === "boolean", { message: "must be true or false" }).optional(),
   }),
 });
 
@@ -130,6 +134,7 @@ export async function parseFixture(text: string, file: string): Promise<FixtureC
   if (c.expect.facts !== undefined) expect.facts = c.expect.facts;
   if (c.expect.health !== undefined) expect.health = c.expect.health;
   if (c.expect.events !== undefined) expect.events = c.expect.events;
+  if (c.expect.stable !== undefined) expect.stable = c.expect.stable;
   return {
     file,
     name: c.name ?? basename(file).replace(/\.ya?ml$/, ""),
@@ -202,7 +207,7 @@ function knownKeys(path: ReadonlyArray<string | number>): string {
   if (path[0] === "round") return "known: epoch, previousEpoch";
   if (path[0] === "expect" && path[1] === "health") return "known: status, reason, message, fs";
   if (path[0] === "expect" && path[1] === "events") return "known: reason, fs, target, at";
-  if (path[0] === "expect") return "known: status, reason, message, facts, health, events";
+  if (path[0] === "expect") return "known: status, reason, message, facts, health, events, stable";
   if (path[0] === "sources") return "known: stdout, stdoutFile, stderr, stderrFile, exitCode, fault";
   return "not allowed here";
 }

@@ -76,6 +76,10 @@ export function compareVerdict(e: Expectation, v: Verdict): Row[] {
       rows.push({ field: `events[${i}]`, expected: show(want), actual: show(have), ok });
     }
   }
+  if (e.stable !== undefined) {
+    const got = v.stable === true;
+    rows.push({ field: "stable", expected: String(e.stable), actual: String(got), ok: got === e.stable });
+  }
   return rows;
 }
 

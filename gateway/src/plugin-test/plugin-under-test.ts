@@ -40,6 +40,8 @@ export interface Verdict {
   /** Storage and volume plugins: the health entries and events as the plugin returned them. */
   health?: HealthOutputEntry[];
   events?: HealthOutputEvent[];
+  /** The plugin said its verdict may be reused while its inputs are unchanged. */
+  stable?: boolean;
 }
 
 export type CaseResult =

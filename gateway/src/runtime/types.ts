@@ -118,6 +118,12 @@ export interface CheckOutput {
   /** Storage and volume plugins only; absent or empty: nothing adverse known. */
   health?: HealthOutputEntry[];
   events?: HealthOutputEvent[];
+  /**
+   * Given the same sources, facts, configuration and module, this verdict would
+   * be the same at any later round and carries no events: the host may reuse it
+   * instead of calling again. Only volume checks' are acted on (plugins/ABI.md, "Health").
+   */
+  stable?: boolean;
 }
 
 /** A validated plugin whose module is registered in the sandbox under `key`. */

@@ -62,11 +62,13 @@ pub struct Health {
     pub verdict: Verdict,
     pub entries: Vec<HealthEntry>,
     pub events: Vec<HealthEvent>,
+    /// See [`Health::stable`].
+    pub stable: bool,
 }
 
 impl Health {
     pub fn new(verdict: Verdict) -> Health {
-        Health { verdict, entries: Vec::new(), events: Vec::new() }
+        Health { verdict, entries: Vec::new(), events: Vec::new(), stable: false }
     }
 
     /// Adds an entry; the host keeps one per (status, reason), the first, so
@@ -83,6 +85,15 @@ impl Health {
         if self.events.len() < MAX_ENTRIES {
             self.events.push(HealthEvent { reason: String::from(reason), fs: fs.map(String::from), target: target.map(String::from), at });
         }
+        self
+    }
+
+    /// Marks the verdict stable (volume plugins, `plugins/ABI.md` "Health"):
+    /// given the same sources, facts, configuration and module it would be the
+    /// same at any later round and it carries no events, so the host may reuse
+    /// it instead of calling again. Never when the verdict depends on time.
+    pub fn stable(mut self) -> Health {
+        self.stable = true;
         self
     }
 
@@ -135,6 +146,9 @@ impl Health {
                 out.push_str(&w.finish());
             }
             out.push(']');
+        }
+        if self.stable {
+            out.push_str(",\"stable\":true");
         }
         out.push('}');
         out

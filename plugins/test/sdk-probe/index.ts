@@ -145,5 +145,6 @@ export function healthProbe(json: string): string {
   const e = I32.parseInt(input.fact("e").length > 0 ? input.fact("e") : "0");
   for (let i = 0; i < n; i++) r.health(input.fact("status"), "Reason" + i.toString(), input.fact("msg") + i.toString(), input.fact("fs"));
   for (let i = 0; i < e; i++) r.event("Evicted", "fs" + i.toString(), "fs-OST" + i.toString(), i == 0 ? -1 : <i64>i);
+  if (input.fact("stable") == "1") r.stable();
   return respond(r);
 }

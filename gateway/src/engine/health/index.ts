@@ -13,7 +13,7 @@ import type { LoadedPlugin, Mode } from "../../runtime/types.js";
 import { performance } from "node:perf_hooks";
 import { SingleFlight } from "../../support/single-flight.js";
 import type { EngineRound } from "../engine.js";
-import { runPlugin } from "../run-plugin.js";
+import { readPluginSources, runPluginOn } from "../run-plugin.js";
 import type { SourceCatalog } from "../sources/index.js";
 import { parseMountTable } from "../sources/mount-table.js";
 import type {
@@ -30,6 +30,7 @@ import { ScopeHealth } from "./entries.js";
 import { volumeScopedCatalog } from "./scoped-sources.js";
 import { healthMetrics, MAX_EVENT_REASONS_PER_CHECK, type HealthMetrics } from "./metrics.js";
 import { DEFAULT_MAX_VOLUMES, VolumeBook, type KnownVolume } from "./registry.js";
+import { remember, reuse, type StableVerdict } from "./stable-memo.js";
 
 export { DEFAULT_MAX_VOLUMES, VolumeRefError, volumeRefProblem } from "./registry.js";
 export { FAULT_GRACE_ROUNDS, HEALTH_CHECK_FAILED } from "./entries.js";
@@ -42,7 +43,7 @@ export interface StorageHealthOptions {
   /** The check engine whose rounds carry the storage checks' verdicts. */
   engine: { onRound(listener: (r: EngineRound) => void): () => void };
   /** The engine's plugin runtime (the volume checks are its probe:"volume" plugins). */
-  runtime: Pick<PluginRuntime, "current" | "runCheck">;
+  runtime: Pick<PluginRuntime, "current" | "runCheck" | "configFor" | "isQuarantined">;
   catalog: Pick<SourceCatalog, "read"> & Partial<Pick<SourceCatalog, "statfsOutstanding">>;
   logger: Logger;
   metrics: Metrics;
@@ -84,6 +85,8 @@ class HealthEvaluator implements StorageHealth {
   private readonly evaluated = new Map<string, Evaluated>();
   /** volume id → plugin name → epoch of the last round that ran it there. */
   private readonly lastEpoch = new Map<string, Map<string, number>>();
+  /** volume id → plugin name → its last verdict, while it is a stable one (stable-memo.ts). */
+  private readonly stable = new Map<string, Map<string, StableVerdict>>();
   private readonly eventReasons = new Map<string, Set<string>>();
   private readonly listeners = new Set<(c: HealthChange) => void>();
   private readonly rounds: SingleFlight;
@@ -110,6 +113,8 @@ class HealthEvaluator implements StorageHealth {
     });
     this.m.volumesRefused.inc({ reason: "invalid" }, 0);
     this.m.volumesRefused.inc({ reason: "limit" }, 0);
+    this.m.volumeChecks.inc({ result: "run" }, 0);
+    this.m.volumeChecks.inc({ result: "reused" }, 0);
     this.rounds = new SingleFlight(
       () => this.volumeRound(),
       (err) => this.log.error({ err: (err as Error).message }, "volume health round failed"),
@@ -238,21 +243,42 @@ class HealthEvaluator implements StorageHealth {
     let epochs = this.lastEpoch.get(v.volumeId);
     if (!epochs) this.lastEpoch.set(v.volumeId, (epochs = new Map()));
     const prev = epochs;
+    const kept = this.stable.get(v.volumeId);
     // Each check reads its Lustre listing narrowed to the volume's own mount
-    // (scoped-sources.ts). A check is not skipped when its input is unchanged:
-    // the input carries round.epoch, and verdicts depend on it (an import
-    // within its grace now is beyond it later), so no two rounds are the same.
-    const outcomes = await Promise.all(
-      plugins.map((p) =>
-        runPlugin({ ...this.opts, catalog: volumeScopedCatalog(this.opts.catalog, p.manifest.sources) }, p, facts, {
-          epoch,
-          previousEpoch: prev.get(p.manifest.name) ?? 0,
-        }),
-      ),
+    // (scoped-sources.ts). The input carries round.epoch and a verdict may
+    // depend on it (an import within its grace now is beyond it later), so the
+    // host cannot tell on its own that a call would answer as the last one
+    // did; only the plugin can: a verdict it marks `stable` is reused while
+    // the sources (as read here), facts, configuration and module are equal,
+    // without calling the sandbox. Anything else is a call, as every round.
+    const runs = await Promise.all(
+      plugins.map(async (p) => {
+        const sources = await readPluginSources({ catalog: volumeScopedCatalog(this.opts.catalog, p.manifest.sources) }, p, facts);
+        const config = this.opts.runtime.configFor(p);
+        // A quarantined plugin faulted elsewhere: its verdicts stand no longer (fail closed).
+        const reused = this.opts.runtime.isQuarantined(p) ? undefined : reuse(kept?.get(p.manifest.name), p, config, facts, sources);
+        if (reused) return { outcome: reused, ran: false, config, sources };
+        const outcome = await runPluginOn(this.opts, p, sources, facts, { epoch, previousEpoch: prev.get(p.manifest.name) ?? 0 });
+        return { outcome, ran: true, config, sources };
+      }),
     );
     // Forgotten while it ran: its result is about a volume no longer here.
     if (this.book.get(v.volumeId) !== v || this.stopped) return false;
-    for (const p of plugins) prev.set(p.manifest.name, epoch);
+    const outcomes = runs.map((r) => r.outcome);
+    const nextKept = new Map<string, StableVerdict>();
+    for (const [i, p] of plugins.entries()) {
+      const r = runs[i]!;
+      this.m.volumeChecks.inc({ result: r.ran ? "run" : "reused" });
+      if (r.ran) {
+        // previousEpoch is the last round that called it: a reused verdict saw nothing new.
+        prev.set(p.manifest.name, epoch);
+        if (r.outcome.kind === "verdict") for (const ev of r.outcome.output.events ?? []) this.countEvent(p.manifest.name, ev.reason);
+      }
+      const k = r.ran ? remember(p, r.config, facts, r.sources, r.outcome) : kept?.get(p.manifest.name);
+      if (k) nextKept.set(p.manifest.name, k);
+    }
+    if (nextKept.size > 0) this.stable.set(v.volumeId, nextKept);
+    else this.stable.delete(v.volumeId);
     let e = this.evaluated.get(v.volumeId);
     const first = !e;
     if (!e) {
@@ -294,6 +320,7 @@ class HealthEvaluator implements StorageHealth {
   private dropVolume(id: string): void {
     const had = this.evaluated.delete(id);
     this.lastEpoch.delete(id);
+    this.stable.delete(id);
     if (had) this.notify({ storage: false, volumes: [id] });
   }
 

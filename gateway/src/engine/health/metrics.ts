@@ -14,6 +14,7 @@ export interface HealthMetrics {
   volumesKnown: Gauge;
   statfsOutstanding: Gauge;
   volumeRoundDuration: Gauge;
+  volumeChecks: Counter<"result">;
 }
 
 function metric<T>(m: Metrics, name: string, make: () => T): T {
@@ -25,7 +26,7 @@ export function healthMetrics(m: Metrics, sample: { volumes(): number; statfsOut
   return {
     storageEvents: metric(m, "probegate_storage_events_total", () => new Counter({
       name: "probegate_storage_events_total",
-      help: "Things storage checks saw happen between two rounds (e.g. Evicted), by check and reason.",
+      help: "Things storage and volume checks saw happen between two rounds (e.g. Evicted), by check and reason.",
       labelNames: ["check", "reason"] as const,
       registers,
     })),
@@ -54,6 +55,12 @@ export function healthMetrics(m: Metrics, sample: { volumes(): number; statfsOut
     volumeRoundDuration: metric(m, "probegate_volume_round_duration_seconds", () => new Gauge({
       name: "probegate_volume_round_duration_seconds",
       help: "Wall time of the last background evaluation of every known volume.",
+      registers,
+    })),
+    volumeChecks: metric(m, "probegate_volume_checks_total", () => new Counter({
+      name: "probegate_volume_checks_total",
+      help: "Volume check evaluations (one per volume and plugin): result run (the plugin was called) or reused (its stable verdict stood: nothing it reads had changed).",
+      labelNames: ["result"] as const,
       registers,
     })),
   };

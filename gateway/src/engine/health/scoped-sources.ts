@@ -185,16 +185,43 @@ function mountKeyOf(device: string): string {
  * `mounts`: how many mounts `lfs getname` printed in all.
  */
 function mountKeys(getname: SourceResult, paths: readonly string[]): { keys: string[]; mounts: number } {
+  const table = getnameTable(getname);
   const keys = new Set<string>();
+  for (const p of paths) for (const k of table.byPath.get(p) ?? []) keys.add(k);
+  return { keys: [...keys].sort(), mounts: table.mounts };
+}
+
+interface GetnameTable {
+  /** Normalized mount point → the keys printed for it. */
+  byPath: Map<string, string[]>;
+  mounts: number;
+}
+
+/**
+ * Parsed once per catalog result and shared by every volume of the round:
+ * parsing it per volume made a round quadratic in the volumes.
+ */
+const getnameTables = new WeakMap<SourceResult, GetnameTable>();
+
+function getnameTable(getname: SourceResult): GetnameTable {
+  let table = getnameTables.get(getname);
+  if (table) return table;
+  const byPath = new Map<string, string[]>();
   const all = new Set<string>();
   for (const raw of getname.stdout.split("\n")) {
     const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
     const sp = line.indexOf(" ");
     if (sp <= 0 || sp + 1 >= line.length) continue;
-    all.add(line.slice(0, sp));
-    if (paths.includes(normalizePath(unescapeMountField(line.slice(sp + 1))))) keys.add(line.slice(0, sp));
+    const key = line.slice(0, sp);
+    all.add(key);
+    const at = normalizePath(unescapeMountField(line.slice(sp + 1)));
+    const list = byPath.get(at);
+    if (list) list.push(key);
+    else byPath.set(at, [key]);
   }
-  return { keys: [...keys].sort(), mounts: all.size };
+  table = { byPath, mounts: all.size };
+  getnameTables.set(getname, table);
+  return table;
 }
 
 function normalizePath(p: string): string {

@@ -1,4 +1,5 @@
-/* Test-only: echoes the round and reports facts `n` entries and `e` events,
+/* Test-only: echoes the round and reports facts `n` entries and `e` events
+ * (and stable when fact `stable` is 1),
  * as plugins/test/sdk-probe's healthProbe does for the AssemblyScript SDK. */
 #include "probegate.h"
 
@@ -42,5 +43,6 @@ pg_health *probegate_check_health(const pg_input *in, pg_round round) {
     pg_buf_add_int(&t, i);
     pg_health_event(h, "Evicted", pg_buf_str(&f), pg_buf_str(&t), i == 0 ? -1 : i);
   }
+  if (fact_int(in, "stable") == 1) pg_health_stable(h);
   return h;
 }

@@ -1,4 +1,5 @@
-// Test-only: echoes the round and reports facts `n` entries and `e` events,
+// Test-only: echoes the round and reports facts `n` entries and `e` events
+// (and stable when fact `stable` is 1),
 // as plugins/test/sdk-probe's healthProbe does for the AssemblyScript SDK.
 use probegate_sdk::health::{Health, Round};
 use probegate_sdk::{Input, Manifest, Verdict};
@@ -16,6 +17,9 @@ fn check(input: &Input, round: Round) -> Health {
     }
     for i in 0..e {
         h = h.event("Evicted", Some(&format!("fs{}", i)), Some(&format!("fs-OST{}", i)), if i == 0 { None } else { Some(i) });
+    }
+    if input.fact("stable") == Some("1") {
+        h = h.stable();
     }
     h
 }
