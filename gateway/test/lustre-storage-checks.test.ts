@@ -82,10 +82,10 @@ describe("storage checks on a fake Lustre client", () => {
     expect(down.c.message).toMatch(/every MDT unreachable: MDT0000 \(DISCONN for \d+ s\)/);
     expect(down.status).toBe(200);
 
-    node.hang("imports");
+    node.hang("import_states");
     const hung = await until(gw, "lustre-imports", (c) => c.reason === "SourceFailed", "lctl hanging", 40_000);
-    expect(hung.c.message).toMatch(/ETIMEDOUT: lctl get_param \*\.import timed out/);
-    node.unhang("imports");
+    expect(hung.c.message).toMatch(/ETIMEDOUT: lctl get_param \*\.state timed out/);
+    node.unhang("import_states");
     node.missing("lctl");
     const missing = await until(gw, "lustre-imports", (c) => c.message.includes("ENOENT: lctl not found"), "lctl missing", 40_000);
     expect(missing.c.status).toBe("fail");

@@ -156,7 +156,6 @@ describe("health, events and round", () => {
   // An OST evicted at 1764000600 and FULL again by 1764000601.
   const evicted = (round: string, expect: string) => `name: evicted and recovered
 ${round}sources:
-  lctl.imports: {stdoutFile: ${join(LUSTRE, "ost-evicted-recovered.imports.txt")}}
   lctl.import_states: {stdoutFile: ${join(LUSTRE, "ost-evicted-recovered.states.txt")}}
   lfs.getname: {stdoutFile: ${join(LUSTRE, "ost-evicted-recovered.getname.txt")}}
 expect:
@@ -185,7 +184,6 @@ ${expect}`;
     const down = (expect: string) => `name: OST down
 round: {epoch: 1764000700, previousEpoch: 1764000670}
 sources:
-  lctl.imports: {stdoutFile: ${join(LUSTRE, "ost-down-2.16.imports.txt")}}
   lctl.import_states: {stdoutFile: ${join(LUSTRE, "ost-down-2.16.states.txt")}}
   lfs.getname: {stdoutFile: ${join(LUSTRE, "ost-down-2.16.getname.txt")}}
 expect:
@@ -241,7 +239,7 @@ ${expect}`;
   });
 
   it("the input document carries round for a run from flags too", async () => {
-    const r = await run(IMPORTS, "--source", `lctl.imports=${join(LUSTRE, "healthy-2.15.imports.txt")}`, "--json");
+    const r = await run(IMPORTS, "--source", `lctl.import_states=${join(LUSTRE, "healthy-2.15.states.txt")}`, "--json");
     const doc = JSON.parse(r.stdout);
     expect(doc.input.round.previousEpoch).toBe(0);
     expect(Math.abs(doc.input.round.epoch - Date.now() / 1000)).toBeLessThan(600);

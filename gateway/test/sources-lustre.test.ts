@@ -40,7 +40,7 @@ describe("Lustre client sources", () => {
     const catalog = await catalogFor(node({ lustre: ONE_FS }));
     const byName = Object.fromEntries(catalog.describe().map((d) => [d.name, d]));
     expect(byName["lctl.imports"]).toMatchObject({ kind: "command", argv: ["lctl", "get_param", "osc.*.import", "mdc.*.import", "mgc.*.import"], timeoutMs: 3000, ttlMs: 2000, params: [] });
-    expect(byName["lctl.import_states"]).toMatchObject({ argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state"] });
+    expect(byName["lctl.import_states"]).toMatchObject({ argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state", "mgc.*.state"] });
     expect(byName["lfs.getname"]).toMatchObject({ argv: ["lfs", "getname"] });
     expect(byName["lustre.health_check"]).toMatchObject({ argv: ["lctl", "get_param", "-n", "health_check"] });
     expect(byName["lnetctl.net_show_health"]).toMatchObject({ argv: ["lnetctl", "net", "show", "-v", "3"] });
@@ -58,12 +58,14 @@ describe("Lustre client sources", () => {
     expect(imports.stdout).toContain("mgc.MGC10.0.0.2@tcp.import=\nimport:\n    name: MGC10.0.0.2@tcp\n    target: MGS\n");
     const states = await catalog.read("lctl.import_states", {});
     expect(states.stdout).toContain("mdc.lustrefs-MDT0000-mdc-ffff8f0a3b5c9000.state=\ncurrent_state: FULL\nstate_history:\n - [ 1764000000, CONNECTING ]\n - [ 1764000000, FULL ]\n");
+    // The MGC's state file is in debugfs like its import, and last in the listing.
+    expect(states.stdout).toMatch(/\nmgc\.MGC10\.0\.0\.2@tcp\.state=\ncurrent_state: FULL\nstate_history:\n - \[ 1764000000, CONNECTING \]\n - \[ 1764000000, FULL \]\n$/);
     expect((await catalog.read("lfs.getname", {})).stdout).toBe("lustrefs-ffff8f0a3b5c9000 /mnt/lustre\n");
     expect((await catalog.read("lustre.health_check", {})).stdout).toBe("healthy\n");
     expect(n.calls()).toEqual(
       expect.arrayContaining([
         "imports lctl get_param osc.*.import mdc.*.import mgc.*.import",
-        "import_states lctl get_param osc.*.state mdc.*.state",
+        "import_states lctl get_param osc.*.state mdc.*.state mgc.*.state",
         "getname lfs getname",
         "health_check lctl get_param -n health_check",
       ]),
@@ -78,6 +80,13 @@ describe("Lustre client sources", () => {
       "error: get_param: param_path 'osc/*/import': No such file or directory\n" +
         "error: get_param: param_path 'mdc/*/import': No such file or directory\n" +
         "error: get_param: param_path 'mgc/*/import': No such file or directory\n",
+    );
+    const states = await catalog.read("lctl.import_states", {});
+    expect(states).toMatchObject({ ok: false, exitCode: 1, stdout: "" });
+    expect(states.stderr).toBe(
+      "error: get_param: param_path 'osc/*/state': No such file or directory\n" +
+        "error: get_param: param_path 'mdc/*/state': No such file or directory\n" +
+        "error: get_param: param_path 'mgc/*/state': No such file or directory\n",
     );
   });
 
@@ -155,6 +164,15 @@ describe("Lustre client sources", () => {
     expect(mounts).toContain(`10.0.0.2@tcp:/lustrefs ${getname.split(" ")[1]!.trim()} lustre `);
     const states = (await catalog.read("lctl.imports", {})).stdout.match(/^    state: \S+$/gm);
     expect(states).toEqual(["    state: FULL", "    state: FULL", "    state: FULL", "    state: FULL"]);
+    // The state listing the bundled checks read: the same four imports, MGC last.
+    const listing = (await catalog.read("lctl.import_states", {})).stdout;
+    expect(listing.match(/^(osc|mdc|mgc)\..*\.state=$/gm)).toEqual([
+      "osc.lustrefs-OST0000-osc-ffff8f0a3b5c9000.state=",
+      "osc.lustrefs-OST0001-osc-ffff8f0a3b5c9000.state=",
+      "mdc.lustrefs-MDT0000-mdc-ffff8f0a3b5c9000.state=",
+      "mgc.MGC10.0.0.2@tcp.state=",
+    ]);
+    expect(listing.match(/^current_state: \S+$/gm)).toEqual(["current_state: FULL", "current_state: FULL", "current_state: FULL", "current_state: FULL"]);
     expect((await catalog.read("lustre.health_check", {})).stdout).toBe("healthy\n");
   });
 
@@ -163,6 +181,8 @@ describe("Lustre client sources", () => {
     expect((await catalog.read("proc.mounts", {})).stdout).toContain(":/lustrefs ");
     const states = (await catalog.read("lctl.imports", {})).stdout.match(/^    state: \S+$/gm);
     expect(states).toEqual(["    state: DISCONN", "    state: CONNECTING", "    state: DISCONN", "    state: DISCONN"]);
+    const current = (await catalog.read("lctl.import_states", {})).stdout.match(/^current_state: \S+$/gm);
+    expect(current).toEqual(["current_state: DISCONN", "current_state: CONNECTING", "current_state: DISCONN", "current_state: DISCONN"]);
     expect((await catalog.read("lnetctl.net_show_health", {})).stdout).toMatch(/nid: 10\.0\.0\.10@tcp\n\s+status: down/);
   });
 

@@ -135,7 +135,7 @@ export function manifest(): string {
   return '{"abi":1,"name":"import-spy","version":"1.0.0","description":"test","sources":["lctl.imports","lctl.import_states","lfs.getname"],"modes":["node"],"probe":"volume","severity":"required"}';
 }
 export function check(input: string): string {
-  const saw = "A " + ${count(`-${A}.import=`)} + "/" + ${count(`-${A}.state=`)} + " B " + ${count(`-${B}.import=`)} + "/" + ${count(`-${B}.state=`)} + " mgc " + ${count("mgc.MGC")};
+  const saw = "A " + ${count(`-${A}.import=`)} + "/" + ${count(`-${A}.state=`)} + " B " + ${count(`-${B}.import=`)} + "/" + ${count(`-${B}.state=`)} + " mgc " + ${count("mgc.MGC10.0.0.2@tcp.import=")} + "/" + ${count("mgc.MGC10.0.0.2@tcp.state=")};
   return '{"status":"warn","reason":"Saw","message":"' + saw + '","facts":{},"health":[{"status":"DEGRADED","reason":"Saw","message":"' + saw + '"}]}';
 }
 `);
@@ -145,9 +145,9 @@ export function check(input: string): string {
     await s.round();
     const saw = (id: string) => s.health.view.volume(id)!.find((e) => e.check === "import-spy")?.message;
     const lustre = (id: string) => s.health.view.volume(id)!.filter((e) => e.check === "volume-lustre-health");
-    // 9 imports (1 MDT, 8 OSTs) with their state blocks, and the shared MGC; nothing of the other mount.
-    expect(saw("pv1")).toBe("A 9/9 B 0/0 mgc 1");
-    expect(saw("pv2")).toBe("A 0/0 B 9/9 mgc 1");
+    // 9 imports (1 MDT, 8 OSTs) with their state blocks, and the shared MGC's import and state; nothing of the other mount.
+    expect(saw("pv1")).toBe("A 9/9 B 0/0 mgc 1/1");
+    expect(saw("pv2")).toBe("A 0/0 B 9/9 mgc 1/1");
     expect(lustre("pv1")).toEqual([]);
     expect(lustre("pv2")).toEqual([]);
 
@@ -166,7 +166,7 @@ export function check(input: string): string {
     // listing, and the check falls back to every mount of the file system (fail closed).
     s.n.missing("lfs");
     await s.round();
-    expect(saw("pv1")).toBe("A 9/9 B 9/9 mgc 1");
+    expect(saw("pv1")).toBe("A 9/9 B 9/9 mgc 1/1");
     expect(lustre("pv1").map((e) => e.reason)).toContain("OstUnreachable");
   });
 });

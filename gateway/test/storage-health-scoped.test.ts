@@ -1,9 +1,11 @@
 // A volume check is handed only its own mount's Lustre imports
 // (engine/health/scoped-sources.ts). The restriction must change the cost of a
-// verdict, never the verdict: the bundled volume-lustre-health plugin is run
-// on every one of its fixtures, and on listings of several mounts in every
-// Lustre version's format, once with the whole listing and once with the
-// restricted one, and must answer byte for byte the same.
+// verdict, never the verdict: the bundled volume-lustre-health plugin (which
+// reads the state listing, lctl.import_states) is run on every one of its
+// fixtures, and on listings of several mounts in every Lustre version's
+// format, once with the whole listing and once with the restricted one, and
+// must answer byte for byte the same. The import listing (lctl.imports, for
+// operators' checks) is scoped by the same index and checked for its own rules.
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -49,8 +51,8 @@ function both(sources: Sources, facts: Record<string, string>, round = { epoch: 
   return {
     whole: verdict(sources, facts, round),
     scoped: verdict(s, facts, round),
-    kept: (s["lctl.imports"]?.stdout.length ?? 0) / Math.max(1, sources["lctl.imports"]?.stdout.length ?? 0),
-    sameImports: s["lctl.imports"] === sources["lctl.imports"],
+    kept: (s["lctl.import_states"]?.stdout.length ?? 0) / Math.max(1, sources["lctl.import_states"]?.stdout.length ?? 0),
+    sameListing: s["lctl.import_states"] === sources["lctl.import_states"],
   };
 }
 
@@ -75,15 +77,15 @@ describe("volume-lustre-health answers the same with its mount's imports only", 
     expect(JSON.parse(r.whole).status).toBe(c.expect.status);
   });
 
-  it("the fixture with the same file system mounted twice really is narrowed", async () => {
+  it("the fixture with the same file system mounted twice really is narrowed, the MGC shared", async () => {
     const c = await readFixture(join(FIXTURES, "same-fs-other-instance-down.yaml"));
     const gn = result(c.sources.get("lfs.getname")!.stdout);
-    const imports = result(c.sources.get("lctl.imports")!.stdout);
-    const s = scopeListing(imports, ".import=", gn, [c.facts["volume.path"]!, c.facts["volume.stagingPath"]!]);
-    expect(s.stdout.length).toBeLessThan(imports.stdout.length);
-    expect(s.stdout).toContain("-ffff8f0a3b5c9000.import=");
-    expect(s.stdout).not.toContain("-ffff8f0a3b5ca800.import=");
-    expect(s.stdout).toMatch(/^mgc\./m);
+    const states = result(c.sources.get("lctl.import_states")!.stdout);
+    const s = scopeListing(states, ".state=", gn, [c.facts["volume.path"]!, c.facts["volume.stagingPath"]!]);
+    expect(s.stdout.length).toBeLessThan(states.stdout.length);
+    expect(s.stdout).toContain("-ffff8f0a3b5c9000.state=");
+    expect(s.stdout).not.toContain("-ffff8f0a3b5ca800.state=");
+    expect(s.stdout).toMatch(/^mgc\.MGC10\.0\.0\.2@tcp\.state=\ncurrent_state: FULL\n/m);
   });
 });
 
@@ -141,50 +143,65 @@ describe("several mounts of one file system, every version's format", () => {
 describe("the whole listing whenever in doubt", () => {
   const n = node("2.15", [{}, { OST0003: "DISCONN" }], [{}, { OST0003: [[T + 100, "DISCONN"]] }]);
   const imports = n.sources["lctl.imports"]!;
+  const states = n.sources["lctl.import_states"]!;
   const gn = n.sources["lfs.getname"]!;
+  const noCurrentState = states.stdout.replace(new RegExp(`(OST0002-osc-${inst(2)}.state=\\n)current_state: FULL\\n`), "$1");
+  const lostHeader = states.stdout.replace(`osc.lustrefs-OST0002-osc-${inst(2)}.state=\n`, "");
 
   it.each([
     ["getname failed", { ...n.sources, "lfs.getname": result("", { ok: false, exitCode: null, error: "ENOENT: lfs not found on PATH" }) }, n.facts(1)],
     ["getname names none of its paths", n.sources, { ...n.facts(1), "volume.path": "/mnt/elsewhere" }],
-    ["the listing was cut", { ...n.sources, "lctl.imports": result(imports.stdout, { truncated: true }) }, n.facts(1)],
-    ["another mount's block has no state (damage is everyone's to see)", { ...n.sources, "lctl.imports": result(imports.stdout.replace(new RegExp(`(OST0002-osc-${inst(2)}.import=\\nimport:\\n.*\\n.*\\n)    state: FULL\\n`), "$1")) }, n.facts(1)],
+    ["the listing was cut", { ...n.sources, "lctl.import_states": result(states.stdout, { truncated: true }) }, n.facts(1)],
+    ["another mount's state block has no current_state (damage is everyone's to see)", { ...n.sources, "lctl.import_states": result(noCurrentState) }, n.facts(1)],
+    ["another mount's parameter line lost (two current_state in one block)", { ...n.sources, "lctl.import_states": result(lostHeader) }, n.facts(1)],
     ["its mount has no import block", { ...n.sources, "lfs.getname": result(`${gn.stdout}lustrefs-ffff000000000001 /mnt/new\n`) }, { ...n.facts(1), "volume.path": "/mnt/new" }],
   ] as Array<[string, Sources, Record<string, string>]>)("%s", (_name, sources, facts) => {
     const r = both(sources, facts);
-    expect(r.sameImports).toBe(true);
+    expect(r.sameListing).toBe(true);
     expect(r.scoped).toBe(r.whole);
+  });
+
+  it("an import listing is given whole when an import block has no state: (the same rule for operators' checks)", () => {
+    const damaged = result(imports.stdout.replace(new RegExp(`(OST0002-osc-${inst(2)}.import=\\nimport:\\n.*\\n.*\\n)    state: FULL\\n`), "$1"));
+    expect(damaged.stdout.length).toBeLessThan(imports.stdout.length);
+    expect(scopeListing(damaged, ".import=", gn, [mp(1)])).toBe(damaged);
+    const s = scopeListing(imports, ".import=", gn, [mp(1)]);
+    expect(s.stdout).toContain(`OST0003-osc-${inst(1)}.import=`);
+    expect(s.stdout).not.toContain(inst(0));
+    expect(s.stdout).toMatch(/^mgc\.MGC10\.0\.0\.2@tcp\.import=$/m);
   });
 
   it("the only mount there is gets the listing itself, not a copy", () => {
     const only = result(`lustrefs-${inst(1)} ${mp(1)}\n`);
-    expect(scopeListing(imports, ".import=", only, [mp(1)])).toBe(imports);
-    expect(scopeListing(imports, ".import=", gn, [mp(1)])).not.toBe(imports);
+    expect(scopeListing(states, ".state=", only, [mp(1)])).toBe(states);
+    expect(scopeListing(states, ".state=", gn, [mp(1)])).not.toBe(states);
   });
 
-  it("the damage case above really is damage to the plugin", () => {
-    const damaged = imports.stdout.replace(new RegExp(`(OST0002-osc-${inst(2)}.import=\\nimport:\\n.*\\n.*\\n)    state: FULL\\n`), "$1");
-    expect(damaged.length).toBeLessThan(imports.stdout.length);
-    const r = JSON.parse(both({ ...n.sources, "lctl.imports": result(damaged) }, n.facts(1)).whole);
-    expect(r.health).toEqual([expect.objectContaining({ status: "DEGRADED", reason: "HealthUnknown" })]);
+  it("the damage cases above really are damage to the plugin", () => {
+    for (const damaged of [noCurrentState, lostHeader]) {
+      expect(damaged.length).toBeLessThan(states.stdout.length);
+      const r = JSON.parse(both({ ...n.sources, "lctl.import_states": result(damaged) }, n.facts(1)).whole);
+      expect(r.health).toEqual([expect.objectContaining({ status: "DEGRADED", reason: "HealthUnknown" })]);
+    }
   });
 
   it("one-line `name=value` headers and CRLF line ends are split like the plugin splits them", () => {
     // 2.12–2.15 print short values on the header's line; a tool on Windows-style pipes adds CR.
-    const oneLine = imports.stdout.replaceAll(".import=\nimport:\n", ".import=import:\n").replaceAll("\n", "\r\n");
-    const s = scopeListing(result(oneLine), ".import=", gn, [mp(1)]);
+    const oneLine = states.stdout.replaceAll(".state=\ncurrent_state:", ".state=current_state:").replaceAll("\n", "\r\n");
+    const s = scopeListing(result(oneLine), ".state=", gn, [mp(1)]);
     expect(s.stdout.length).toBeLessThan(oneLine.length / 2);
-    expect(s.stdout).toContain(`OST0003-osc-${inst(1)}.import=import:\r\n`);
+    expect(s.stdout).toContain(`OST0003-osc-${inst(1)}.state=current_state: DISCONN\r\n`);
     expect(s.stdout).not.toContain(inst(0));
-    const r = both({ ...n.sources, "lctl.imports": result(oneLine) }, n.facts(1));
+    const r = both({ ...n.sources, "lctl.import_states": result(oneLine) }, n.facts(1));
     expect(r.scoped).toBe(r.whole);
     expect(JSON.parse(r.scoped).health).toEqual([expect.objectContaining({ reason: "OstUnreachable" })]);
   });
 
   it("a plugin that does not read lfs.getname gets the catalog as is", async () => {
-    const catalog = { read: async (name: string) => (name === "lctl.imports" ? imports : gn) };
-    expect(volumeScopedCatalog(catalog, ["lctl.imports", "proc.mounts"])).toBe(catalog);
-    const c = volumeScopedCatalog(catalog, ["lctl.imports", "lfs.getname"]);
-    expect((await c.read("lctl.imports", n.facts(1))).stdout).not.toContain(inst(0));
+    const catalog = { read: async (name: string) => (name === "lctl.import_states" ? states : gn) };
+    expect(volumeScopedCatalog(catalog, ["lctl.import_states", "proc.mounts"])).toBe(catalog);
+    const c = volumeScopedCatalog(catalog, ["lctl.import_states", "lfs.getname"]);
+    expect((await c.read("lctl.import_states", n.facts(1))).stdout).not.toContain(inst(0));
     expect(await c.read("lfs.getname", n.facts(1))).toBe(gn);
   });
 });

@@ -1,7 +1,10 @@
 // Storage health (probe "storage"): can this node reach the targets of every
-// Lustre file system it has mounted? Reads each client import's state
-// (`lctl get_param {osc,mdc,mgc}.*.import`), its state history
-// (`{osc,mdc}.*.state`) and which mount is which (`lfs getname`).
+// Lustre file system it has mounted? Reads each client import's state file
+// (`lctl get_param {osc,mdc,mgc}.*.state`: current state and state history;
+// the target, file system and mount instance are in the device name) and
+// which mount is which (`lfs getname`). Not the `*.import` listing: it holds
+// nothing more this check judges and costs ~10x the bytes to move and parse
+// every round (issue #30's round cost and RSS).
 //
 // FULL and IDLE are healthy (IDLE: an OSC that let an unused connection go).
 // Any other state is normal for a few seconds during a reconnect, so it counts
@@ -12,19 +15,17 @@
 // and the applications that were writing lost their data all the same).
 import {
   Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, joinStrings, UniqueList,
-  parseLustreImports, addImportStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, mountpointsOf,
+  parseLustreStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, mountpointsOf,
   groupByMount, mgcsOf, judgeMount, mgcDown, describeImport, LustreImport, LustreMount, LustreMountName,
   STORAGE_DEGRADED, STORAGE_UNREACHABLE, sourceFailed, parseError,
 } from "../sdk";
 
-const IMPORTS = "lctl.imports";
 const STATES = "lctl.import_states";
 const GETNAME = "lfs.getname";
 const GRACE_DEFAULT: i32 = 75;
 
 export function manifest(): string {
   return new Manifest("lustre-imports", "1.0.0", "every target of every mounted Lustre file system is connected (imports FULL or IDLE)")
-    .source(IMPORTS)
     .source(STATES)
     .source(GETNAME)
     .probeKind("storage")
@@ -84,27 +85,19 @@ function label(m: LustreMount, names: Array<LustreMountName>, namesOk: bool, mou
 }
 
 function evaluate(input: CheckInput): Result {
-  const src = input.source(IMPORTS);
-  if (src === null) return unknown(Result.fail("SourceMissing", "source " + IMPORTS + " was not provided to the check"), IMPORTS);
+  const src = input.source(STATES);
+  if (src === null) return unknown(Result.fail("SourceMissing", "source " + STATES + " was not provided to the check"), STATES);
   if (noSuchLustreParam(src)) return Result.pass("NoLustreMounts", "no Lustre file system is mounted (lctl get_param finds no import)");
-  if (!lustreParamUsable(src)) return unknown(sourceFailed(src), "lctl get_param *.import");
-  if (src.truncated) return unknown(parseError(src, "output was truncated"), "lctl get_param *.import");
-  const parsed = parseLustreImports(src.stdout);
-  if (parsed.error.length > 0) return unknown(parseError(src, parsed.error), "lctl get_param *.import");
+  if (!lustreParamUsable(src)) return unknown(sourceFailed(src), "lctl get_param *.state");
+  if (src.truncated) return unknown(parseError(src, "output was truncated"), "lctl get_param *.state");
+  const parsed = parseLustreStates(src.stdout);
+  if (parsed.error.length > 0) return unknown(parseError(src, parsed.error), "lctl get_param *.state");
   if (parsed.imports.length == 0) {
-    return unknown(parseError(src, src.stdout.trim().length == 0 ? "output is empty" : "no import block"), "lctl get_param *.import");
+    return unknown(parseError(src, src.stdout.trim().length == 0 ? "output is empty" : "no state block"), "lctl get_param *.state");
   }
 
   const epoch = input.roundEpoch;
   const grace = <i64>input.configInt("importGraceSeconds", GRACE_DEFAULT);
-  const notes = new Array<string>();
-  const states = input.source(STATES);
-  if (states !== null && lustreParamUsable(states) && !states.truncated) {
-    const problem = addImportStates(states.stdout, parsed);
-    if (problem.length > 0) notes.push("state histories unreadable (" + problem + ")");
-  } else if (states === null || !noSuchLustreParam(states)) {
-    notes.push("state histories unavailable" + (states !== null && states.error.length > 0 ? " (" + clip(oneLine(states.error), 120) + ")" : ""));
-  }
   const gn = input.source(GETNAME);
   const namesOk = gn !== null && gn.ok;
   const names = namesOk ? parseLfsGetname(gn!.stdout) : new Array<LustreMountName>();
@@ -165,7 +158,6 @@ function evaluate(input: CheckInput): Result {
   if (settling > 0) r.message += "; " + settling.toString() + " target(s) reconnecting within the " + grace.toString() + " s grace";
   if (r.events.length > 0) r.message += "; " + r.events.length.toString() + " eviction(s) since the previous round";
   if (parsed.stray > 0) r.message += "; ignored " + parsed.stray.toString() + " unexpected line(s)";
-  if (notes.length > 0) r.message += "; " + joinStrings(notes, "; ");
   return r;
 }
 

@@ -1,10 +1,13 @@
 // Lustre client state as `lctl get_param` prints it, 2.12 to 2.17
-// (shared/LUSTRE-CLIENT-HEALTH.md §1, §2, §7): import blocks, state
-// histories and `lfs getname`. One pass over the text, looking only at the
-// few keys that matter (name, target, state, idle, current_connection) and
-// at the parameter lines; every other line is skipped without a string being
-// made, so 1,000 OSTs (2 MiB) parse in one sweep. Unknown keys and unknown
-// state words are tolerated; a block without a `state:` is damage.
+// (shared/LUSTRE-CLIENT-HEALTH.md §1, §2, §7): state listings, import blocks,
+// state histories and `lfs getname`. One pass over the text, looking only at
+// the few keys that matter (current_state and history entries; name, target,
+// state, idle, current_connection in import blocks) and at the parameter
+// lines; every other line is skipped without a string being made, so 1,000
+// OSTs parse in one sweep. Unknown keys and unknown state words are
+// tolerated; a block without its state (`current_state:` / `state:`) is damage.
+// The bundled checks read the state listing alone (parseLustreStates): it is
+// ~10x smaller than the import listing and holds all they judge.
 
 import { Source } from "./abi";
 import { lineEnd, unitAt, slice, isSpace, allDigits } from "./strings";
@@ -249,7 +252,8 @@ export function addImportStates(s: string, into: LustreImports): string {
     let end = nl;
     if (end > start && unitAt(s, end - 1) == 13) end--;
     const lineStart = start;
-    start = nl + 1;
+    // A last line without LF still ends its block: one more turn at n does that.
+    start = nl < n ? nl + 1 : n;
     const atEnd = lineStart >= n;
     const p: ParamLine | null = atEnd ? null : paramLine(s, lineStart, end, ".state=");
     if (atEnd || p !== null) {
@@ -287,6 +291,129 @@ export function addImportStates(s: string, into: LustreImports): string {
   }
   if (blocks == 0 && stray > 0) return "no `osc|mdc.NAME.state=` parameter line";
   return "";
+}
+
+/**
+ * One state-history entry ` - [ 1718003600, EVICTED ]` in s[k, end), read
+ * without making a string: EVICTED timestamps go to `cur`; returns the new
+ * "unhealthy since" (-1 after a FULL/IDLE entry, which ends a stretch), or -2
+ * when the line is not a whole entry (cut inside, damaged).
+ */
+function historyEntry(s: string, k: i32, end: i32, cur: LustreImport, since: i64): i64 {
+  while (k < end && isSpace(unitAt(s, k))) k++;
+  if (!hasAt(s, k, "- [")) return -2;
+  k += 3;
+  while (k < end && isSpace(unitAt(s, k))) k++;
+  const tsStart = k;
+  let ts: i64 = 0;
+  while (k < end) {
+    const c = unitAt(s, k);
+    if (c < 48 || c > 57) break;
+    ts = ts * 10 + <i64>(c - 48);
+    k++;
+  }
+  if (k == tsStart || k - tsStart > 15) return -2;
+  while (k < end && (isSpace(unitAt(s, k)) || unitAt(s, k) == 44)) k++;
+  const wStart = k;
+  while (k < end && unitAt(s, k) != 93 && !isSpace(unitAt(s, k))) k++;
+  if (k == wStart) return -2;
+  const wEnd = k;
+  while (k < end && isSpace(unitAt(s, k))) k++;
+  // The closing bracket: a line cut inside the entry is not one.
+  if (k >= end || unitAt(s, k) != 93) return -2;
+  if (wEnd - wStart == 7 && hasAt(s, wStart, "EVICTED")) cur.evictedAt.push(ts);
+  if (isHealthyWord(s, wStart, wEnd)) return -1;
+  return since < 0 ? ts : since;
+}
+
+/** `some_key:` (a key a later version may add): tolerated without a word. */
+function isKeyLine(s: string, k: i32, end: i32): bool {
+  const from = k;
+  while (k < end) {
+    const c = unitAt(s, k);
+    if (c == 58) return k > from;
+    if (!((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c == 95)) return false;
+    k++;
+  }
+  return false;
+}
+
+/**
+ * Parses `lctl get_param osc.*.state mdc.*.state mgc.*.state` (stdout only)
+ * into imports, without the import listing: everything the checks judge is
+ * in a state file (shared/LUSTRE-CLIENT-HEALTH.md §2): the device in the
+ * parameter line (kind, file system, target, instance), `current_state:` (the
+ * import's `state:`) and the history (since when unhealthy, evictions). The
+ * value may start on the parameter line (2.12–2.15 print short values there)
+ * or on the next line (2.16+, and any multi-line value). A block without
+ * `current_state:` (or with two) is damage; unknown `key:` lines are
+ * tolerated; lines that are neither a parameter line, a key nor a whole
+ * history entry are counted as stray. `idleSec` stays
+ * -1 (a connected import always has a history to tell how long).
+ */
+export function parseLustreStates(s: string): LustreImports {
+  const out = new LustreImports();
+  const n = s.length;
+  let cur: LustreImport | null = null;
+  let since: i64 = -1;
+  let start = 0;
+  while (start <= n) {
+    const nl = start < n ? lineEnd(s, start) : n;
+    let end = nl;
+    if (end > start && unitAt(s, end - 1) == 13) end--;
+    let k = start;
+    // A last line without LF still ends its block: one more turn at n does that.
+    start = nl < n ? nl + 1 : n;
+    const atEnd = k >= n;
+    const p: ParamLine | null = atEnd || end == k || isSpace(unitAt(s, k)) ? null : paramLine(s, k, end, ".state=");
+    if (atEnd || p !== null) {
+      if (cur !== null) {
+        if (cur.state.length == 0) {
+          out.error = "state block of " + cur.device + " has no current_state" + (atEnd ? " (output cut short?)" : "");
+          return out;
+        }
+        cur.unhealthySince = cur.healthy ? -1 : since;
+      }
+      if (atEnd) break;
+      const imp = new LustreImport();
+      imp.kind = p!.kind;
+      imp.device = p!.device;
+      imp.hasHistory = true;
+      nameDevice(imp);
+      out.add(imp);
+      cur = imp;
+      since = -1;
+      k = p!.rest;
+      // `name=value` on one line: the rest is the value's first line.
+      while (k < end && isSpace(unitAt(s, k))) k++;
+      if (k == end) continue;
+    }
+    if (end == k) continue;
+    if (cur === null) {
+      out.stray++;
+      continue;
+    }
+    let j = k;
+    while (j < end && isSpace(unitAt(s, j))) j++;
+    if (j == end) continue;
+    if (hasAt(s, j, "current_state:")) {
+      // Two in one block: a parameter line was lost, and the later state would pass for this import's.
+      if (cur.state.length > 0) {
+        out.error = "state block of " + cur.device + " has two current_state lines";
+        return out;
+      }
+      if (j + 14 <= end) cur.state = valueOf(s, j + 14, end);
+      continue;
+    }
+    if (hasAt(s, j, "state_history:")) continue;
+    if (unitAt(s, j) == 45) {
+      const next = historyEntry(s, j, end, cur, since);
+      if (next == -2) out.stray++;
+      else since = next;
+    } else if (!isKeyLine(s, j, end)) out.stray++;
+  }
+  if (out.imports.length == 0 && out.stray > 0) out.error = "no `osc|mdc|mgc.NAME.state=` parameter line";
+  return out;
 }
 
 /**

@@ -7,10 +7,10 @@ import { abiProblems, discoverPlugins } from "../build.mjs";
 const OURS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces"];
 /** Health checks (CSI v1.13): probe kind and the sources each reads. */
 const HEALTH: Record<string, { probe: string; sources: string[] }> = {
-  "lustre-imports": { probe: "storage", sources: ["lctl.imports", "lctl.import_states", "lfs.getname"] },
+  "lustre-imports": { probe: "storage", sources: ["lctl.import_states", "lfs.getname"] },
   "lnet-health": { probe: "storage", sources: ["lnetctl.net_show_health", "proc.modules", "lnetctl.net_show"] },
   "lustre-health-check": { probe: "storage", sources: ["lustre.health_check"] },
-  "volume-lustre-health": { probe: "volume", sources: ["proc.mounts", "lctl.imports", "lctl.import_states", "lfs.getname", "volume.statfs"] },
+  "volume-lustre-health": { probe: "volume", sources: ["proc.mounts", "lctl.import_states", "lfs.getname", "volume.statfs"] },
 };
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const SOURCE_CATALOG = ["lnetctl.net_show", "lctl.list_nids", "lnetctl.ping", "proc.modules", "sys.net.operstate", "kernel.release", "kernel.modules_dep", "modprobe.lnet_options", "mount_lustre.version"];

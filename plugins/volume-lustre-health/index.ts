@@ -12,14 +12,16 @@
 //   mounted read-only, published read-write  → DEGRADED ReadOnly
 // Why a mount table is not enough: after an eviction or a lazy unmount the
 // directory is still there, and a stat of it succeeds on what is underneath.
+// The targets are judged from the import state files (`lctl get_param
+// {osc,mdc,mgc}.*.state`, scoped by the host to this volume's mount), not the
+// `*.import` listing: the states hold all this check judges at ~10x fewer bytes.
 import {
   Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, fields, splitLines, sourceFailed,
-  parseLustreImports, addImportStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, groupByMount,
+  parseLustreStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, groupByMount,
   judgeMount, LustreMount, LustreImports, VOLUME_DEGRADED, VOLUME_INACCESSIBLE, unescapeMountField, normalizeMountPath, parseMountTable, mountAt,
 } from "../sdk";
 
 const MOUNTS = "proc.mounts";
-const IMPORTS = "lctl.imports";
 const STATES = "lctl.import_states";
 const GETNAME = "lfs.getname";
 const STATFS = "volume.statfs";
@@ -30,7 +32,6 @@ const LUSTRE_MAGIC = "bd00bd0";
 export function manifest(): string {
   return new Manifest("volume-lustre-health", "1.0.0", "the volume's paths are answering Lustre mounts whose targets are reachable")
     .source(MOUNTS)
-    .source(IMPORTS)
     .source(STATES)
     .source(GETNAME)
     .source(STATFS)
@@ -195,18 +196,16 @@ function judgeStatfs(text: string, paths: Array<string>, publishedRw: bool, foun
 }
 
 function judgeImports(input: CheckInput, paths: Array<string>, fsnames: Array<string>, found: Findings, unknown: Array<string>): void {
-  const src = input.source(IMPORTS);
+  const src = input.source(STATES);
   if (src === null || noSuchLustreParam(src) || !lustreParamUsable(src) || src.truncated) {
     unknown.push("Lustre imports unreadable" + (src !== null && src.error.length > 0 ? " (" + clip(oneLine(src.error), 100) + ")" : ""));
     return;
   }
-  const parsed = parseLustreImports(src.stdout);
+  const parsed = parseLustreStates(src.stdout);
   if (parsed.error.length > 0 || parsed.imports.length == 0) {
-    unknown.push("cannot parse " + IMPORTS + ": " + (parsed.error.length > 0 ? parsed.error : "no import block"));
+    unknown.push("cannot parse " + STATES + ": " + (parsed.error.length > 0 ? parsed.error : "no state block"));
     return;
   }
-  const states = input.source(STATES);
-  if (states !== null && lustreParamUsable(states) && !states.truncated) addImportStates(states.stdout, parsed);
   const mounts = selectMounts(input, parsed, paths, fsnames);
   if (mounts.length == 0) {
     unknown.push("no Lustre imports for " + humanList(fsnames));

@@ -17,7 +17,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * `net show -v` → "net_show", `net show -v 3` → "net_show_health" (falls back
  * to net_show's files), `ping 10.0.0.1@tcp` → "ping", `list_nids` → "list_nids",
  * `get_param osc.*.import mdc.*.import mgc.*.import` → "imports",
- * `get_param osc.*.state mdc.*.state` → "import_states",
+ * `get_param osc.*.state mdc.*.state mgc.*.state` → "import_states",
  * `get_param -n health_check` → "health_check", `lfs getname` → "getname".
  */
 export function commandKey(tool, args) {

@@ -4,6 +4,9 @@ export interface FakeLustreDesc {
   mgsNid?: string;
   mgcState?: string;
   since?: number;
+  /** Entries in each default history (default 2; 16 = the kernel's full ring). */
+  historyLength?: number;
+  mgcHistory?: Array<[number, string]>;
   filesystems?: Array<{
     name: string;
     instance: string;

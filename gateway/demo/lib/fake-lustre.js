@@ -15,6 +15,12 @@
 //                     states: { "MDT0000": "FULL", "OST0001": "DISCONN" },     // default FULL
 //                     history: { "OST0001": [[1764100000, "DISCONN"], …] } }] } // default CONNECTING, FULL at `since`
 //   `since` (epoch seconds, default 1764000000) stamps the default histories.
+//   `historyLength` (default 2): entries in a default history. Beyond the 2
+//   of a first connect, the import went idle and reconnected (IDLE,
+//   CONNECTING, FULL …) before `since`, so 16 renders the full ring of
+//   IMP_STATE_HIST_LEN entries a long-mounted client shows (bench sizes).
+//   A non-FULL state adds its entry at `since + 600`, as before.
+//   `mgcHistory`: the MGC's entries (default as for a target, from `mgcState`).
 
 const VERSIONS = new Set(["2.12", "2.15", "2.15.7", "2.16", "2.17", "master"]);
 
@@ -107,11 +113,32 @@ function stateOf(fs, target) {
   return fs.states?.[target] ?? "FULL";
 }
 
-function historyOf(fs, target, since) {
-  const h = fs.history?.[target];
-  if (h) return h;
-  const s = stateOf(fs, target);
-  return s === "FULL" ? [[since, "CONNECTING"], [since, "FULL"]] : [[since, "CONNECTING"], [since, "FULL"], [since + 600, s]];
+/** The last `length` entries of a connect at `since - 3600` followed by idle/reconnect cycles, ending FULL at `since`. */
+function connectedHistory(since, length) {
+  if (length <= 2) return [[since, "CONNECTING"], [since, "FULL"]];
+  const out = [];
+  // Walk back from FULL at `since`: FULL ← CONNECTING ← IDLE ← CONNECTING (idle disconnect) ← FULL …
+  const cycle = ["FULL", "CONNECTING", "IDLE", "CONNECTING"];
+  let t = since;
+  for (let i = 0; out.length < length; i++) {
+    out.push([t, cycle[i % 4]]);
+    if (i % 4 === 1) t -= 20; // idle_timeout seconds idle before the reconnect
+    else if (i % 4 === 3) t -= 40; // in use before going idle
+  }
+  return out.reverse();
+}
+
+function defaultHistory(state, since, length) {
+  const h = connectedHistory(since, state === "FULL" ? length : length - 1);
+  return state === "FULL" ? h : [...h, [since + 600, state]];
+}
+
+function historyOf(fs, target, since, length) {
+  return fs.history?.[target] ?? defaultHistory(stateOf(fs, target), since, length);
+}
+
+function stateBlock(state, hist) {
+  return [`current_state: ${state}`, "state_history:", ...hist.slice(-16).map(([ts, s]) => ` - [ ${ts}, ${s} ]`)].join("\n") + "\n";
 }
 
 /** `lctl get_param osc.*.import mdc.*.import mgc.*.import`: osc first, then mdc, then mgc, as the command line orders them. */
@@ -131,20 +158,22 @@ export function renderImports(desc) {
   return [...osc, ...mdc, ...mgc].join("");
 }
 
-/** `lctl get_param osc.*.state mdc.*.state`. */
+/** `lctl get_param osc.*.state mdc.*.state mgc.*.state`: osc, mdc, then the MGC (one per MGS, shared by its mounts). */
 export function renderStates(desc) {
   const since = desc.since ?? 1764000000;
+  const length = desc.historyLength ?? 2;
   const osc = [];
   const mdc = [];
   for (const fs of desc.filesystems ?? []) {
     for (const t of targetNames(fs)) {
       const { kind, obd } = deviceName(fs, t);
-      const hist = historyOf(fs, t, since).slice(-16);
-      const body = [`current_state: ${stateOf(fs, t)}`, "state_history:", ...hist.map(([ts, s]) => ` - [ ${ts}, ${s} ]`)].join("\n") + "\n";
-      (kind === "osc" ? osc : mdc).push(param(`${kind}.${obd}.state`, body));
+      (kind === "osc" ? osc : mdc).push(param(`${kind}.${obd}.state`, stateBlock(stateOf(fs, t), historyOf(fs, t, since, length))));
     }
   }
-  return [...osc, ...mdc].join("");
+  const server = desc.mgsNid ?? "10.0.0.2@tcp";
+  const mgcState = desc.mgcState ?? "FULL";
+  const mgc = (desc.filesystems ?? []).length > 0 ? [param(`mgc.MGC${server}.state`, stateBlock(mgcState, desc.mgcHistory ?? defaultHistory(mgcState, since, length)))] : [];
+  return [...osc, ...mdc, ...mgc].join("");
 }
 
 /** `lfs getname`: `<fsname>-<instance> <mountpoint>` per mount. */

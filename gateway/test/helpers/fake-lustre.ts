@@ -18,7 +18,7 @@
 //
 // What each command reads (keys as in gateway/demo/README.md, files `<key>.out|.err|.exit|.delay_ms`):
 //   lctl get_param osc.*.import mdc.*.import mgc.*.import   → imports
-//   lctl get_param osc.*.state mdc.*.state                   → import_states
+//   lctl get_param osc.*.state mdc.*.state mgc.*.state       → import_states
 //   lctl get_param -n health_check                           → health_check  (default "healthy\n")
 //   lfs getname                                              → getname
 //   lnetctl net show -v 3                                    → net_show_health (else net_show's files)
@@ -58,6 +58,10 @@ export interface FakeLustreState {
   mgcState?: ImportState;
   /** Epoch seconds stamped on default histories (CONNECTING, FULL). */
   since?: number;
+  /** Entries in each default history (default 2; 16 = the kernel's full ring, idle/reconnect cycles before `since`). */
+  historyLength?: number;
+  /** The MGC's state_history entries (default: as a target's, from mgcState). */
+  mgcHistory?: Array<[number, ImportState]>;
   filesystems: FakeFilesystem[];
 }
 

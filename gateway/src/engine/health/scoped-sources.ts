@@ -10,8 +10,9 @@
 // The restriction must never change a verdict, only its cost. So the listing
 // is passed whole (as before) whenever there is any doubt: the source is cut
 // or empty, `lfs getname` did not answer or names none of the volume's paths,
-// a block is damaged (no `state:`: the check must see that, as it did), or
-// the mount has no block at all. A check that does not list `lfs.getname`
+// a block is damaged (an import block without `state:`, a state block without
+// exactly one `current_state:`: the check must see that, as it did), or the
+// mount has no block at all. MGC blocks belong to no mount: every volume gets them. A check that does not list `lfs.getname`
 // gets the whole listing too: it cannot tell mounts apart, and reading
 // getname for it would run a command it never asked for.
 
@@ -114,6 +115,29 @@ function headerPattern(suffix: string): RegExp {
 
 /** An import block the SDK's parser would call damaged (no top-level `state:` with a value). */
 const IMPORT_STATE = /\n[ \t]{1,4}state:[ \t]*[^\s"]/;
+/**
+ * A state block the SDK's parseLustreStates would not call damaged: exactly
+ * one `current_state:` with a value, looked for where it looks (each line
+ * after blanks, and the header's own line after its last `.state=` for the
+ * one-line `name=value` form), the value read as it reads it (blanks, CR and
+ * surrounding double quotes dropped).
+ */
+function stateBlockWhole(block: string): boolean {
+  const lines = block.split("\n");
+  const header = lines[0]!;
+  lines[0] = header.slice(header.lastIndexOf(".state=") + ".state=".length);
+  let count = 0;
+  let valued = false;
+  for (const line of lines) {
+    const rest = line.replace(/^[ \t\v\f\r]+/, "");
+    if (!rest.startsWith("current_state:")) continue;
+    count++;
+    let v = rest.slice("current_state:".length).replace(/[ \t\v\f\r]+$/, "").replace(/^[ \t\v\f\r]+/, "");
+    if (v.length >= 2 && v.startsWith('"') && v.endsWith('"')) v = v.slice(1, -1);
+    valued = v.length > 0;
+  }
+  return count === 1 && valued;
+}
 
 function buildIndex(text: string, suffix: string): ListingIndex | null {
   const starts: number[] = [];
@@ -128,7 +152,7 @@ function buildIndex(text: string, suffix: string): ListingIndex | null {
   const index: ListingIndex = { prefix: text.slice(0, starts[0]), blocks: [], byMount: new Map(), shared: [], scoped: new Map() };
   for (let i = 0; i < starts.length; i++) {
     const block = text.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : text.length);
-    if (suffix === ".import=" && !IMPORT_STATE.test(block)) return null;
+    if (suffix === ".import=" ? !IMPORT_STATE.test(block) : !stateBlockWhole(block)) return null;
     index.blocks.push(block);
     const key = kinds[i] === "mgc" ? "" : mountKeyOf(devices[i]!);
     if (key === "") index.shared.push(i);

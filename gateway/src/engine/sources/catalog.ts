@@ -153,11 +153,17 @@ export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
 ]);
 
 /**
- * `lctl get_param {osc,mdc,mgc}.*.import` prints 1.5–2 KiB per target (the
- * connect flags alone are ~400 bytes), so a client of a 1,000-OST file system
- * prints ~2 MiB: past the 1 MiB that bounds LNet outputs. 4 MiB covers ~2,000
- * targets over all mounts; more is cut and the plugin reports it cannot tell
- * (fail closed), never that it saw the imports healthy.
+ * Cap of both Lustre listings. `lctl get_param {osc,mdc,mgc}.*.import` prints
+ * 1.1–2 KiB per target (the connect flags alone are ~400 bytes), so a client
+ * of a 1,000-OST file system prints ~1–2 MiB: past the 1 MiB that bounds LNet
+ * outputs; 4 MiB covers ~2,000–3,500 targets over all mounts. The state
+ * listing the bundled checks read (`{osc,mdc,mgc}.*.state`) is measured at
+ * 138 bytes per block with the 2-entry history of a first connect and 516
+ * bytes with the full 16-entry ring (IMP_STATE_HIST_LEN) of a long-mounted
+ * client, so 4 MiB holds ~8,100 targets at worst (~30,000 short): e.g. 64
+ * volumes × 65 imports with full rings is ~2.1 MiB. More is cut and the
+ * plugin reports it cannot tell (fail closed), never that it saw the imports
+ * healthy.
  */
 export const LUSTRE_IMPORTS_MAX_BYTES = 4 * 1024 * 1024;
 
@@ -229,7 +235,7 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
     commandSource(
       {
         name: "lctl.import_states",
-        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state"],
+        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state", "mgc.*.state"],
         label: "lctl get_param *.state",
         ...cmd,
         maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
