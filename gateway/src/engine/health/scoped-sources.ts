@@ -58,24 +58,34 @@ export function scopeListing(listing: SourceResult, suffix: string, getname: Sou
   // Its mounts are all the mounts there are (one volume, or all on one mount):
   // the whole listing is what it would be given, without the copy.
   if (keys.length === 0 || keys.length === mounts) return listing;
-  const index = listingIndex(listing, suffix);
-  if (!index) return listing;
+  const scope = listingScope(listing, suffix);
+  if (!scope.index) return listing;
   const memoKey = keys.join(" ");
-  const memo = index.scoped.get(memoKey);
+  const memo = scope.results.get(memoKey);
   if (memo) return memo;
+  let stdout = scope.index.scopedText.get(memoKey);
+  if (stdout === undefined) {
+    stdout = restrict(scope.index, keys);
+    scope.index.scopedText.set(memoKey, stdout);
+  }
+  // Frozen like the catalog's own results, so check-input encodes it once.
+  const scoped = stdout === null ? listing : Object.freeze({ ...listing, stdout });
+  scope.results.set(memoKey, scoped);
+  return scoped;
+}
+
+/** The blocks of the mounts `keys` plus the shared ones, in listing order; null: the whole listing (none of its own, or all). */
+function restrict(index: ListingIndex, keys: readonly string[]): string | null {
   const picked: number[] = [];
   for (const k of keys) picked.push(...(index.byMount.get(k) ?? []));
   // No block of its own: the check says so itself, from the whole listing.
-  if (picked.length === 0) return listing;
+  if (picked.length === 0) return null;
   picked.push(...index.shared);
-  if (picked.length === index.blocks.length) return listing;
+  if (picked.length === index.blocks.length) return null;
   picked.sort((a, b) => a - b);
   let stdout = index.prefix;
   for (const i of picked) stdout += index.blocks[i]!;
-  // Frozen like the catalog's own results, so check-input encodes it once.
-  const scoped = Object.freeze({ ...listing, stdout });
-  index.scoped.set(memoKey, scoped);
-  return scoped;
+  return stdout;
 }
 
 interface ListingIndex {
@@ -87,20 +97,41 @@ interface ListingIndex {
   byMount: Map<string, number[]>;
   /** Blocks of no mount: the MGCs (shared by all mounts of an MGS), devices not named `fs-TARGET-kind-instance`. */
   shared: number[];
-  /** Restricted results already made, by mount keys. */
-  scoped: Map<string, SourceResult>;
+  /** Restricted texts already made, by mount keys (null: the whole listing). */
+  scopedText: Map<string, string | null>;
 }
 
-/** One index per catalog result: the result lives for the command's TTL, about a round. */
-const indexes = new WeakMap<SourceResult, ListingIndex | null>();
+interface ListingScope {
+  index: ListingIndex | null;
+  /** The restricted results made from this catalog result, by mount keys. */
+  results: Map<string, SourceResult>;
+}
 
-function listingIndex(listing: SourceResult, suffix: string): ListingIndex | null {
-  let index = indexes.get(listing);
-  if (index === undefined) {
+/** One scope per catalog result: the result lives for the command's TTL, about a round. */
+const scopes = new WeakMap<SourceResult, ListingScope>();
+
+/**
+ * The last listing indexed, per suffix. On a node whose imports do not change
+ * the command prints the same text every round: its index, and the restricted
+ * texts made from it, are reused (the same strings, so a volume check's
+ * inputs compare equal at once, stable-memo.ts), instead of being rebuilt from
+ * a new result object each round.
+ */
+const lastIndexed = new Map<string, { text: string; index: ListingIndex | null }>();
+
+function listingScope(listing: SourceResult, suffix: string): ListingScope {
+  let scope = scopes.get(listing);
+  if (scope) return scope;
+  const last = lastIndexed.get(suffix);
+  let index: ListingIndex | null;
+  if (last && last.text === listing.stdout) index = last.index;
+  else {
     index = buildIndex(listing.stdout, suffix);
-    indexes.set(listing, index);
+    lastIndexed.set(suffix, { text: listing.stdout, index });
   }
-  return index;
+  scope = { index, results: new Map() };
+  scopes.set(listing, scope);
+  return scope;
 }
 
 /**
@@ -149,7 +180,7 @@ function buildIndex(text: string, suffix: string): ListingIndex | null {
     devices.push(m[3]!);
   }
   if (starts.length === 0) return null;
-  const index: ListingIndex = { prefix: text.slice(0, starts[0]), blocks: [], byMount: new Map(), shared: [], scoped: new Map() };
+  const index: ListingIndex = { prefix: text.slice(0, starts[0]), blocks: [], byMount: new Map(), shared: [], scopedText: new Map() };
   for (let i = 0; i < starts.length; i++) {
     const block = text.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : text.length);
     if (suffix === ".import=" ? !IMPORT_STATE.test(block) : !stateBlockWhole(block)) return null;
