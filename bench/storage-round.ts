@@ -7,7 +7,7 @@
 // Rounds are 1.1 s apart: within the statfs interval (30 s) a healthy path's
 // answer is reused, so the default run gives the steady cost; with
 // STATFS_INTERVAL_MS=0 every round probes every path (what a probe costs).
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -192,16 +192,9 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
     for (let i = 0; i < rounds; i++) {
       await new Promise((r) => setTimeout(r, 2100));
       const c0 = process.cpuUsage();
-      const e0 = process.hrtime.bigint();
       await engine.refresh();
-      if (process.env.ENGINE_WINDOWS) appendFileSync(process.env.ENGINE_WINDOWS, `${e0 / 1000n} ${process.hrtime.bigint() / 1000n}\n`);
       const c1 = process.cpuUsage();
-      const th0 = threads();
-      const w0 = process.hrtime.bigint();
       await health.refreshVolumes();
-      if (process.env.WINDOWS) appendFileSync(process.env.WINDOWS, `${w0 / 1000n} ${process.hrtime.bigint() / 1000n}\n`);
-      const th1 = threads();
-      if (process.env.THREADS) console.error(JSON.stringify(Object.fromEntries([...th1].map(([k, v]) => [k, v - (th0.get(k) ?? 0)]).filter(([, d]) => (d as number) > 0))));
       const c = process.cpuUsage(c0);
       const v = process.cpuUsage(c1);
       whole.push((c.user + c.system) / 1000);
@@ -236,19 +229,6 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
   for (const r of table) {
     console.log(`| ${r.volumes} | ${r.osts} | ${r.imports} | ${r.history} | ${r.listingKiB}${r.capRaisedMiB ? ` (cap ${r.capRaisedMiB} MiB)` : ""} | ${r.cpuMsPerRound} | ${r.volumeRoundCpuMs} | ${r.volumeCpuMsPerVolume} | ${r.getnameRunsPerRound} | ${r.adverseEntries} | ${r.rssMiB} |`);
   }
-}
-
-function threads(): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const t of readdirSync("/proc/self/task")) {
-    try {
-      const st = readFileSync(`/proc/self/task/${t}/stat`, "utf8");
-      const name = st.slice(st.indexOf("(") + 1, st.lastIndexOf(")"));
-      const ns = Number(readFileSync(`/proc/self/task/${t}/schedstat`, "utf8").split(" ")[0]);
-      out.set(`${name}#${t}`, Math.round(ns / 1e4) / 100);
-    } catch {}
-  }
-  return out;
 }
 
 function median(xs: number[]): number {
