@@ -130,7 +130,13 @@ export async function fakeNode(volumes: number, osts: number, shape: NodeShape =
   });
   fs.writeFileSync(path.join(dir, "proc/1/mountinfo"), info.join("\n") + "\n");
   fs.writeFileSync(path.join(dir, "getname.out"), r.renderGetname(desc));
-  const env = { ...process.env, PATH: `${path.join(root, "gateway/demo/bin")}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir };
+  // The volumes are directories of this machine's file system: a fake `stat`
+  // answers as a Lustre mount does (statfs type 0xbd00bd0), so the volume
+  // checks judge them as on a node instead of reporting NotLustre.
+  const bin = path.join(dir, "bin");
+  fs.mkdirSync(bin, { recursive: true });
+  fs.writeFileSync(path.join(bin, "stat"), "#!/bin/sh\necho bd00bd0\n", { mode: 0o755 });
+  const env = { ...process.env, PATH: `${bin}:${path.join(root, "gateway/demo/bin")}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir };
   return { dir, kubeletDir, env, volumes: vols };
 }
 
