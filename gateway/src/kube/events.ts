@@ -34,6 +34,13 @@ interface Written {
 const AGGREGATE_MS = 60 * 60 * 1000;
 /** Distinct transitions waiting for the write budget; enough for every volume of a node changing at once in common cases. */
 const QUEUE_LIMIT = 64;
+/**
+ * Written Events remembered for aggregation. Past an hour an entry is of no
+ * use (a repeat then starts a new Event) and is dropped; past this many the
+ * least recently written go. Notes carry check messages, so without both a
+ * node whose messages vary keeps one entry per distinct note for ever.
+ */
+export const MAX_REMEMBERED_EVENTS = 1024;
 export const EVENT_NAMESPACE = "default";
 export const REPORTING_CONTROLLER = "probegate.csi.io/node-reporter";
 
@@ -48,6 +55,11 @@ export class NodeEvents {
 
   get pending(): boolean {
     return this.queue.length > 0;
+  }
+
+  /** Written Events still remembered for aggregation (bounded; for tests and soaks). */
+  get remembered(): number {
+    return this.written.size;
   }
 
   record(
@@ -80,20 +92,30 @@ export class NodeEvents {
       if (prev && nowMs - prev.lastMs < AGGREGATE_MS) {
         const count = prev.count + ev.count;
         await api.patchEvent(prev.api, EVENT_NAMESPACE, prev.name, this.repeatBody(prev.api, count, ev.lastMs));
-        this.written.set(key, { ...prev, count, lastMs: ev.lastMs });
+        this.remember(key, { ...prev, count, lastMs: ev.lastMs }, nowMs);
       } else {
         let ns = BigInt(ev.firstMs) * 1_000_000n;
         if (ns <= this.lastNameNs) ns = this.lastNameNs + 1n;
         this.lastNameNs = ns;
         const name = `${ev.about.name}.${ns.toString(16)}`;
         await this.create(api, name, ev);
-        this.written.set(key, { name, count: ev.count, api: this.api, lastMs: ev.lastMs });
+        this.remember(key, { name, count: ev.count, api: this.api, lastMs: ev.lastMs }, nowMs);
       }
       this.queue.shift();
     } catch (err) {
       // The Event may have expired (404 on patch): start a new one next time.
       if (err instanceof KubeError && err.status === 404 && prev) this.written.delete(key);
       throw err;
+    }
+  }
+
+  /** Re-inserted, so the map's order is the order of last writes (the oldest first). */
+  private remember(key: string, w: Written & { lastMs: number }, nowMs: number): void {
+    this.written.delete(key);
+    this.written.set(key, w);
+    for (const [k, v] of this.written) {
+      if (this.written.size > MAX_REMEMBERED_EVENTS || nowMs - v.lastMs >= AGGREGATE_MS) this.written.delete(k);
+      else break;
     }
   }
 
