@@ -6,7 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { SOURCE_DEFAULTS } from "../../gateway/src/engine/sources/index.js";
+import { SOURCE_DEFAULTS, STATFS_DEFAULTS } from "../../gateway/src/engine/sources/index.js";
 import { FakeKubeApi } from "../../gateway/test/helpers/fake-kube-api.js";
 import { benchDist, repoRoot } from "../lib/paths.js";
 import { isMain } from "../lib/main.js";
@@ -214,10 +214,12 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   end = startedAt + o.durationMs;
   noteAll();
 
-  // Storage/volume health bounds: a round, the command cache and timeout, the statfs bound (5 s) for a hang, the grace.
+  // Storage/volume health bounds: a round, the command cache and timeout, the grace; for a hang, also the
+  // statfs prober's schedule: a path that answered is probed again only after its interval (30 s), and a
+  // probe is called hung after its bound (5 s), so a new hang shows within interval + bound.
   const healthBounds: HealthBounds = {
     detectMs: o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + SOURCE_DEFAULTS.commandTimeoutMs + o.graceMs,
-    hungMs: 5_000 + o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + o.graceMs,
+    hungMs: STATFS_DEFAULTS.intervalMs + STATFS_DEFAULTS.boundMs + o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + o.graceMs,
     recoverMs: 2 * o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + SOURCE_DEFAULTS.commandTimeoutMs + o.graceMs,
   };
   const healthOracle = new HealthOracle(healthBounds, t0);
