@@ -33,7 +33,7 @@ export interface GatewayReport {
   fds: { start: number; end: number; max: number; slopePerHour: number };
   threads: { start: number; end: number; max: number };
   children: { max: number; end: number };
-  readiness: { checked: number; ready: number; notReady: number; violations: number; examples: ReadinessViolation[]; stuck: number; detectionMs: Record<string, { n: number; p50: number; p99: number; max: number }>; recoveryMs: { n: number; p50: number; max: number } };
+  readiness: { checked: number; ready: number; notReady: number; violations: number; examples: ReadinessViolation[]; stuck: number; stuckEpisodes: Array<{ clearedAt: number; observer: string }>; detectionMs: Record<string, { n: number; p50: number; p99: number; max: number }>; recoveryMs: { n: number; p50: number; max: number } };
   samples: ProcSample[];
   probeLatency: WindowStat[];
 }
@@ -112,6 +112,8 @@ export function buildReport(x: Input): SoakReport {
         violations: oracle.violationCount,
         examples: oracle.violations,
         stuck: oracle.stuck,
+        // When each stuck episode's faults had all gone (ms into the run), to find it in the logs.
+        stuckEpisodes: oracle.stuckEpisodes.slice(0, 20),
         detectionMs: Object.fromEntries(Object.entries(oracle.detection).map(([k, v]) => [k, dist(v)])),
         recoveryMs: (({ n, p50, max }) => ({ n, p50, max }))(dist(oracle.recovery)),
       },
