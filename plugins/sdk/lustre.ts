@@ -271,23 +271,9 @@ export function addImportStates(s: string, into: LustreImports): string {
       if (end > lineStart && cur === null && blocks == 0) stray++;
       continue;
     }
-    // ` - [ 1718003600, EVICTED ]`
-    let k = lineStart;
-    while (k < end && isSpace(unitAt(s, k))) k++;
-    if (!hasAt(s, k, "- [")) continue;
-    k += 3;
-    while (k < end && isSpace(unitAt(s, k))) k++;
-    const tsStart = k;
-    while (k < end && unitAt(s, k) >= 48 && unitAt(s, k) <= 57) k++;
-    if (k == tsStart || k - tsStart > 15) continue;
-    const ts = I64.parseInt(s.substring(tsStart, k));
-    while (k < end && (isSpace(unitAt(s, k)) || unitAt(s, k) == 44)) k++;
-    const wStart = k;
-    while (k < end && unitAt(s, k) != 93 && !isSpace(unitAt(s, k))) k++;
-    if (k == wStart) continue;
-    if (isHealthyWord(s, wStart, k)) since = -1;
-    else if (since < 0) since = ts;
-    if (k - wStart == 7 && hasAt(s, wStart, "EVICTED")) cur.evictedAt.push(ts);
+    // ` - [ 1718003600, EVICTED ]`; this reader has always taken an entry cut before its `]`.
+    const next = historyEntry(s, lineStart, end, cur, since, false);
+    if (next != -2) since = next;
   }
   if (blocks == 0 && stray > 0) return "no `osc|mdc.NAME.state=` parameter line";
   return "";
@@ -297,9 +283,10 @@ export function addImportStates(s: string, into: LustreImports): string {
  * One state-history entry ` - [ 1718003600, EVICTED ]` in s[k, end), read
  * without making a string: EVICTED timestamps go to `cur`; returns the new
  * "unhealthy since" (-1 after a FULL/IDLE entry, which ends a stretch), or -2
- * when the line is not a whole entry (cut inside, damaged).
+ * when the line is not a whole entry (cut inside, damaged). `needClose`
+ * false accepts an entry cut before its `]`, as addImportStates always has.
  */
-function historyEntry(s: string, k: i32, end: i32, cur: LustreImport, since: i64): i64 {
+function historyEntry(s: string, k: i32, end: i32, cur: LustreImport, since: i64, needClose: bool = true): i64 {
   while (k < end && isSpace(unitAt(s, k))) k++;
   if (!hasAt(s, k, "- [")) return -2;
   k += 3;
@@ -320,7 +307,7 @@ function historyEntry(s: string, k: i32, end: i32, cur: LustreImport, since: i64
   const wEnd = k;
   while (k < end && isSpace(unitAt(s, k))) k++;
   // The closing bracket: a line cut inside the entry is not one.
-  if (k >= end || unitAt(s, k) != 93) return -2;
+  if (needClose && (k >= end || unitAt(s, k) != 93)) return -2;
   if (wEnd - wStart == 7 && hasAt(s, wStart, "EVICTED")) cur.evictedAt.push(ts);
   if (isHealthyWord(s, wStart, wEnd)) return -1;
   return since < 0 ? ts : since;
