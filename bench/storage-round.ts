@@ -214,6 +214,8 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
       getnameRunsPerRound: +((getnameRuns() - getnameBefore) / rounds).toFixed(2),
       adverseEntries: adverse,
       volumeChecksReused: ((await metrics.registry.getSingleMetric("probegate_volume_checks_total")?.get())?.values ?? []).find((v) => v.labels.result === "reused")?.value ?? 0,
+      // Absent before the engine kept stable verdicts (older builds print 0).
+      engineChecksReused: ((await metrics.registry.getSingleMetric("probegate_check_evaluations_total")?.get())?.values ?? []).filter((v) => v.labels.result === "reused").reduce((t, v) => t + v.value, 0),
       rssMiB: Math.round(process.memoryUsage().rss / 1024 / 1024),
       ...(capRaisedMiB ? { capRaisedMiB } : {}),
     };
