@@ -28,19 +28,19 @@ afterEach(async () => {
 const INSTANCE = "ffff8f0a3b5c9000";
 
 /**
- * probe:"storage" over the state listing. Message `TAG mark=M calls=N`.
+ * probe:"storage" (or another kind) over the state listing. Message `TAG mark=M calls=N`.
  * Stable unless the listing holds DISCONN; bad output (a fault) when it holds
  * RECOVER; an event when it holds EVICTED.
  */
-function counterPlugin(tag: string): Promise<Uint8Array> {
+function counterPlugin(tag: string, name = "counter", probe = "storage"): Promise<Uint8Array> {
   const manifest = JSON.stringify({
     abi: 1,
-    name: "counter",
+    name,
     version: "1.0.0",
     description: "test: counts its calls",
     sources: ["lctl.import_states"],
     modes: ["node"],
-    probe: "storage",
+    probe,
     severity: "required",
     config: { mark: { type: "string", default: "a", description: "echoed" } },
   });
@@ -69,8 +69,10 @@ export function check(input: string): string {
 
 let counterV1: Uint8Array;
 let counterV2: Uint8Array;
+/** The same, as a readiness check: the engine keeps any probe kind's stable verdict. */
+let readyCounter: Uint8Array;
 beforeAll(async () => {
-  [counterV1, counterV2] = await Promise.all([counterPlugin("v1"), counterPlugin("v2")]);
+  [counterV1, counterV2, readyCounter] = await Promise.all([counterPlugin("v1"), counterPlugin("v2"), counterPlugin("r", "ready-counter", "readiness")]);
 }, 120_000);
 
 function lustre(opts: { ost3?: "DISCONN" | "RECOVER"; evictedAt?: number } = {}): FakeLustreState {
@@ -109,6 +111,7 @@ async function setup() {
   mkdirSync(pluginsDir);
   copyFileSync(join(ROOT, "dist/plugins/lustre-imports.wasm"), join(pluginsDir, "lustre-imports.wasm"));
   writeFileSync(join(pluginsDir, "counter.wasm"), counterV1);
+  writeFileSync(join(pluginsDir, "ready-counter.wasm"), readyCounter);
   const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env: n.env, logger: silentLogger });
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({ dir: pluginsDir, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
@@ -151,6 +154,7 @@ describe("engine checks with a stable verdict", () => {
   it("are not called while what they read is equal; a changed listing is judged at once, and an eviction is counted", async () => {
     const s = await setup();
     const counter = s.cond("counter");
+    const ready = s.cond("ready-counter");
     const imports = s.cond("lustre-imports");
     expect(imports.reason).toBe("ImportsHealthy");
     expect(s.storage()).toEqual([]);
@@ -164,6 +168,8 @@ describe("engine checks with a stable verdict", () => {
     expect(s.n.calls("import_states").length).toBeGreaterThanOrEqual(lctlBefore + 3);
     // ...but neither plugin was called: the counter's message still carries its first count.
     expect(s.cond("counter").message).toBe(counter.message);
+    expect(s.cond("ready-counter").message).toBe(ready.message);
+    expect((await s.evaluations("ready-counter")).reused).toBeGreaterThanOrEqual(3);
     const ev2 = await s.evaluations("lustre-imports");
     expect(ev2.run).toBe(ev.run);
     expect(ev2.reused).toBe(ev.reused + 3);
@@ -181,6 +187,7 @@ describe("engine checks with a stable verdict", () => {
     expect(s.cond("lustre-imports").reason).toBe("OstUnreachable");
     expect(s.storage()).toMatchObject([{ status: "STORAGE_DEGRADED", reason: "OstUnreachable", check: "lustre-imports" }]);
     expect(callsIn(s.cond("counter").message)).toBe(callsIn(counter.message) + 1);
+    expect(callsIn(s.cond("ready-counter").message)).toBe(callsIn(ready.message) + 1);
     // Not stable: called every round while it lasts.
     await s.round();
     expect(callsIn(s.cond("counter").message)).toBe(callsIn(counter.message) + 2);
