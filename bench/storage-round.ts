@@ -119,6 +119,7 @@ async function main(): Promise<void> {
  * than the cut (the row says `capRaisedMiB`). Medians of 8 rounds; `rssMiB`
  * is this process's RSS after the rounds (one count per run to compare).
  *   node dist/bench/storage-round.js --lustre [--osts 1000] [--history 16] 1 8 64
+ * ROUND_GAP_MS=300: rounds within the command cache (no fork), to tell the fork from the rest.
  */
 async function lustreRounds(counts: number[], osts: number, historyLength: number): Promise<void> {
   const { demoBinDir } = await import("../gateway/src/engine/sources/demo.js");
@@ -189,8 +190,11 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
       }
     };
     const getnameBefore = getnameRuns();
+    // ROUND_GAP_MS (default 2100: past the 2 s command cache, lctl runs every round); under 2000 the
+    // rounds read cached outputs (no fork), which shows what the rest of a round costs.
+    const gapMs = Number(process.env.ROUND_GAP_MS ?? 2100);
     for (let i = 0; i < rounds; i++) {
-      await new Promise((r) => setTimeout(r, 2100));
+      await new Promise((r) => setTimeout(r, gapMs));
       const c0 = process.cpuUsage();
       await engine.refresh();
       const c1 = process.cpuUsage();
@@ -214,6 +218,8 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
       getnameRunsPerRound: +((getnameRuns() - getnameBefore) / rounds).toFixed(2),
       adverseEntries: adverse,
       volumeChecksReused: ((await metrics.registry.getSingleMetric("probegate_volume_checks_total")?.get())?.values ?? []).find((v) => v.labels.result === "reused")?.value ?? 0,
+      // Absent before the engine kept stable verdicts (older builds print 0).
+      engineChecksReused: ((await metrics.registry.getSingleMetric("probegate_check_evaluations_total")?.get())?.values ?? []).filter((v) => v.labels.result === "reused").reduce((t, v) => t + v.value, 0),
       rssMiB: Math.round(process.memoryUsage().rss / 1024 / 1024),
       ...(capRaisedMiB ? { capRaisedMiB } : {}),
     };

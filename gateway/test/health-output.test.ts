@@ -32,14 +32,14 @@ describe("applyHealthFamily", () => {
     expect(r).toEqual({ ok: true, output: { status: "warn", reason: "X", message: "m", facts: {} } });
   });
 
-  it("keeps `stable` (a boolean) for volume and storage plugins, drops it for readiness and liveness", () => {
+  it("keeps `stable` (a boolean) for every probe kind: the engine reuses any check's stable verdict", () => {
     const text = '{"status":"pass","reason":"LustreMounted","message":"m","health":[],"stable":true}';
     const parsed = parseCheckOutput(text);
     if (!parsed.ok) throw new Error(parsed.message);
     expect(applyHealthFamily("volume", parsed.output)).toEqual({ ok: true, output: { status: "pass", reason: "LustreMounted", message: "m", facts: {}, health: [], stable: true } });
     expect(applyHealthFamily("storage", parsed.output)).toMatchObject({ ok: true, output: { stable: true } });
     for (const kind of ["readiness", "liveness"] as const) {
-      expect(applyHealthFamily(kind, parsed.output)).toEqual({ ok: true, output: { status: "pass", reason: "LustreMounted", message: "m", facts: {} } });
+      expect(applyHealthFamily(kind, parsed.output)).toEqual({ ok: true, output: { status: "pass", reason: "LustreMounted", message: "m", facts: {}, stable: true } });
     }
     const plain = parseCheckOutput('{"status":"pass","reason":"Ok","message":"m"}');
     expect(plain.ok && "stable" in plain.output).toBe(false);

@@ -25,7 +25,8 @@ export function manifest(): string {
 }
 
 export function check(input: string): string {
-  return checkSourcePhased(input, SOURCE, evaluate, beforeConfigured);
+  // Stable: nothing here depends on the round (no epoch, no events); the host may keep a verdict while the sources read the same.
+  return checkSourcePhased(input, SOURCE, evaluate, beforeConfigured, true);
 }
 
 /** Before the first mount: every required module is in modules.dep of the running kernel. */

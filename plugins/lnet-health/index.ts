@@ -30,8 +30,18 @@ export function check(input: string): string {
   if (inp.error.length > 0) return respond(unknown(Result.fail("BadInput", inp.error)));
   const phase = lnetPhase(inp);
   if (phase.error.length > 0) return respond(unknown(Result.fail("ConfigInvalid", phase.error)));
-  if (!phase.configured) return respond(Result.pass("LnetNotYetConfigured", phase.label() + ": nothing to report until the first mount configures it"));
-  return respond(evaluate(inp));
+  if (!phase.configured) return answer(Result.pass("LnetNotYetConfigured", phase.label() + ": nothing to report until the first mount configures it"));
+  return answer(evaluate(inp));
+}
+
+/**
+ * Stable unless it cannot tell (as the Lustre storage checks): nothing here
+ * depends on the round (no epoch, no events), so the host may keep a verdict
+ * while `lnetctl` prints the same.
+ */
+function answer(r: Result): string {
+  for (let i = 0; i < r.healthEntries.length; i++) if (r.healthEntries[i].reason == "HealthUnknown") return respond(r);
+  return respond(r.stable());
 }
 
 function unknown(r: Result): Result {

@@ -31,7 +31,8 @@ export function manifest(): string {
 }
 
 export function check(input: string): string {
-  return checkSourcePhased(input, SOURCE, evaluate, beforeConfigured);
+  // Stable: nothing here depends on the round (no epoch, no events); the host may keep a verdict while the sources read the same.
+  return checkSourcePhased(input, SOURCE, evaluate, beforeConfigured, true);
 }
 
 /**

@@ -18,13 +18,18 @@ export function manifest(): string {
 
 export function check(input: string): string {
   const inp = CheckInput.parse(input);
-  if (inp.error.length > 0) return respond(Result.fail("BadInput", inp.error));
+  if (inp.error.length > 0) return answer(Result.fail("BadInput", inp.error));
   const phase = lnetPhase(inp);
-  if (phase.error.length > 0) return respond(Result.fail("ConfigInvalid", phase.error));
-  if (!phase.configured) return respond(Result.pass("LnetNotYetConfigured", phase.label() + ": no NID to ping until the first mount configures LNet"));
+  if (phase.error.length > 0) return answer(Result.fail("ConfigInvalid", phase.error));
+  if (!phase.configured) return answer(Result.pass("LnetNotYetConfigured", phase.label() + ": no NID to ping until the first mount configures LNet"));
   const src = inp.source(SOURCE);
-  if (src === null) return respond(Result.fail("SourceMissing", "source " + SOURCE + " was not provided to the check"));
-  return respond(verdict(src, inp.fact(FACT)));
+  if (src === null) return answer(Result.fail("SourceMissing", "source " + SOURCE + " was not provided to the check"));
+  return answer(verdict(src, inp.fact(FACT)));
+}
+
+/** Stable: the verdict depends on the ping's output and the NID fact alone (no epoch, no events). */
+function answer(r: Result): string {
+  return respond(r.stable());
 }
 
 function verdict(src: Source, selfNid: string): Result {

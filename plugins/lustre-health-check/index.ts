@@ -18,7 +18,18 @@ export function manifest(): string {
 export function check(input: string): string {
   const inp = CheckInput.parse(input);
   if (inp.error.length > 0) return respond(unknown(Result.fail("BadInput", inp.error)));
-  return respond(evaluate(inp));
+  const r = evaluate(inp);
+  return respond(cannotTell(r) ? r : r.stable());
+}
+
+/**
+ * Stable (the host may keep the verdict while the file reads the same,
+ * plugins/ABI.md "Health"): nothing here depends on the round's time or
+ * carries an event. Only "cannot tell" is left to be judged every round.
+ */
+function cannotTell(r: Result): bool {
+  for (let i = 0; i < r.healthEntries.length; i++) if (r.healthEntries[i].reason == "HealthUnknown") return true;
+  return false;
 }
 
 function unknown(r: Result): Result {

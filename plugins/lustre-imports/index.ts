@@ -13,10 +13,17 @@
 // history after the previous round is reported as an event even when the
 // import is FULL again by now (evictions recover on their own within seconds,
 // and the applications that were writing lost their data all the same).
+//
+// The verdict is `stable` (the host may keep it while the listing is byte for
+// byte the same, plugins/ABI.md "Health") when nothing in it depends on the
+// round: no Lustre mounted, or every MDC/OSC/MGC FULL or IDLE (nothing within
+// or beyond a grace, nothing EVICTED, no "for N s"), no event, and no
+// eviction in a history stamped after this round's epoch (one a later round
+// would report as new). Anything that cannot be read is never stable.
 import {
   Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, joinStrings, UniqueList,
   parseLustreStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, mountpointsOf,
-  groupByMount, mgcsOf, judgeMount, mgcDown, describeImport, LustreImport, LustreMount, LustreMountName,
+  groupByMount, mgcsOf, judgeMount, mgcDown, describeImport, LustreImport, LustreImports, LustreMount, LustreMountName,
   STORAGE_DEGRADED, STORAGE_UNREACHABLE, sourceFailed, parseError,
 } from "../sdk";
 
@@ -87,7 +94,7 @@ function label(m: LustreMount, names: Array<LustreMountName>, namesOk: bool, mou
 function evaluate(input: CheckInput): Result {
   const src = input.source(STATES);
   if (src === null) return unknown(Result.fail("SourceMissing", "source " + STATES + " was not provided to the check"), STATES);
-  if (noSuchLustreParam(src)) return Result.pass("NoLustreMounts", "no Lustre file system is mounted (lctl get_param finds no import)");
+  if (noSuchLustreParam(src)) return Result.pass("NoLustreMounts", "no Lustre file system is mounted (lctl get_param finds no import)").stable();
   if (!lustreParamUsable(src)) return unknown(sourceFailed(src), "lctl get_param *.state");
   if (src.truncated) return unknown(parseError(src, "output was truncated"), "lctl get_param *.state");
   const parsed = parseLustreStates(src.stdout);
@@ -158,7 +165,18 @@ function evaluate(input: CheckInput): Result {
   if (settling > 0) r.message += "; " + settling.toString() + " target(s) reconnecting within the " + grace.toString() + " s grace";
   if (r.events.length > 0) r.message += "; " + r.events.length.toString() + " eviction(s) since the previous round";
   if (parsed.stray > 0) r.message += "; ignored " + parsed.stray.toString() + " unexpected line(s)";
-  return r;
+  return timeless(parsed, epoch, r) ? r.stable() : r;
+}
+
+/** Whether the verdict would be the same at any later round on the same listing (see the top of this file). */
+function timeless(parsed: LustreImports, epoch: i64, r: Result): bool {
+  if (r.events.length > 0 || r.healthEntries.length > 0) return false;
+  for (let i = 0; i < parsed.imports.length; i++) {
+    const imp = parsed.imports[i];
+    if (!imp.healthy) return false;
+    for (let k = 0; k < imp.evictedAt.length; k++) if (epoch <= 0 || imp.evictedAt[k] > epoch) return false;
+  }
+  return true;
 }
 
 function beyond(grace: i64): string {

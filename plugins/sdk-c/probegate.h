@@ -213,7 +213,7 @@ pg_health *pg_health_new(pg_verdict *v);
 pg_health *pg_health_entry(pg_health *h, const char *status, const char *reason, pg_str message, pg_str fs);
 /* One event; fs/target ptr == NULL: none; at < 0: unknown. */
 pg_health *pg_health_event(pg_health *h, const char *reason, pg_str fs, pg_str target, long long at);
-/* Marks the verdict stable (volume plugins, plugins/ABI.md "Health"): given the same sources,
+/* Marks the verdict stable (storage and volume plugins, plugins/ABI.md "Health"): given the same sources,
  * facts, configuration and module it would be the same at any later round and carries no
  * events, so the host may reuse it instead of calling again. Never when it depends on time. */
 pg_health *pg_health_stable(pg_health *h);

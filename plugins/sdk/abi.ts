@@ -301,7 +301,7 @@ export class Result {
   }
 
   /**
-   * Marks the verdict stable (volume plugins, plugins/ABI.md "Health"): given
+   * Marks the verdict stable (any plugin, plugins/ABI.md "Health"): given
    * the same sources, facts, configuration and module it would be the same at
    * any later round, and it carries no events, so the host may reuse it
    * instead of calling again. Never set it when the verdict depends on time.

@@ -106,22 +106,29 @@ function listsRemoteNet(text: string): bool {
 
 /**
  * The usual phased `check`: the full check (`evaluate` on source `name`, as
- * checkSource) once LNet is configured, `before` until then.
+ * checkSource) once LNet is configured, `before` until then. `stable`: every
+ * verdict is marked stable (Result.stable()), for a check whose answers
+ * depend on nothing but its sources, facts and configuration.
  */
 export function checkSourcePhased(
   json: string,
   name: string,
   evaluate: (o: Opened) => Result,
   before: (input: CheckInput, phase: LnetPhase) => Result,
+  stable: bool = false,
 ): string {
   const input = CheckInput.parse(json);
-  if (input.error.length > 0) return respond(Result.fail("BadInput", input.error));
+  if (input.error.length > 0) return respondMarked(Result.fail("BadInput", input.error), stable);
   const phase = lnetPhase(input);
-  if (phase.error.length > 0) return respond(Result.fail("ConfigInvalid", phase.error));
-  if (!phase.configured) return respond(before(input, phase));
+  if (phase.error.length > 0) return respondMarked(Result.fail("ConfigInvalid", phase.error), stable);
+  if (!phase.configured) return respondMarked(before(input, phase), stable);
   const o = openInput(input, name);
   const failure = o.failure;
-  return respond(failure !== null ? failure : evaluate(o));
+  return respondMarked(failure !== null ? failure : evaluate(o), stable);
+}
+
+function respondMarked(r: Result, stable: bool): string {
+  return respond(stable ? r.stable() : r);
 }
 
 /** The program a command source runs was not found (the host's ENOENT, or 126/127 from a prefix such as nsenter). */

@@ -23,7 +23,9 @@ function assertValidResult(raw: string): void {
   expect(r.reason).toMatch(/^[A-Z][A-Za-z0-9]{0,63}$/);
   expect(typeof r.message).toBe("string");
   if (r.facts !== undefined) for (const v of Object.values(r.facts)) expect(typeof v).toBe("string");
-  expect(Object.keys(r).every((k) => ["status", "reason", "message", "facts"].includes(k))).toBe(true);
+  // The bundled readiness checks mark their verdicts stable (plugins/ABI.md, "Health"): `stable` is the one addition.
+  expect(Object.keys(r).every((k) => ["status", "reason", "message", "facts", "stable"].includes(k))).toBe(true);
+  if (r.stable !== undefined) expect(r.stable).toBe(true);
 }
 
 const allFixtures = ["net_show", "list_nids", "ping", "modules", "operstate"].flatMap((d) =>

@@ -5,8 +5,9 @@ import { SingleFlight } from "../support/single-flight.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { coverageGaps } from "./coverage.js";
 import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
-import { runPluginWithSources } from "./run-plugin.js";
+import { missingTools, readPluginSources, runPluginOn } from "./run-plugin.js";
 import type { SourceCatalog } from "./sources/index.js";
+import { remember, reuse, type StableVerdict } from "./stable-memo.js";
 import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
 
 /** The part of the source catalog the engine uses; tests pass a small fake. */
@@ -51,6 +52,13 @@ export interface RunResult {
   /** Sources whose program could not be run. */
   missingTools: readonly string[];
   ranAt: Date;
+  /** The plugin was not called: its stable verdict stood, nothing it reads had changed (stable-memo.ts). */
+  reused: boolean;
+}
+
+/** A result and what it was computed from, until the round is applied. */
+interface RoundRun extends RunResult {
+  kept: StableVerdict | undefined;
 }
 
 /** One applied round, for whatever keeps more than a condition per check (storage health). */
@@ -76,6 +84,8 @@ export class CheckEngine implements ReadinessProvider {
   private readonly roundListeners = new Set<(r: EngineRound) => void>();
   /** The epoch of the last round that ran each check (by name): its next round.previousEpoch. */
   private readonly lastEpoch = new Map<string, number>();
+  /** Each check's last verdict (by name), while it is a stable one: reused while its inputs are equal. */
+  private readonly stable = new Map<string, StableVerdict>();
   private conditions = new Map<string, TrackedCondition>();
   private firstRoundDone = false;
   private generation = 0;
@@ -219,6 +229,11 @@ export class CheckEngine implements ReadinessProvider {
       m.pluginQuarantines.inc({ plugin }, 0);
       m.pluginQuarantineRetries.inc({ plugin }, 0);
     }
+    // Both results start at 0 for every scheduled check, so a rate of either is defined from its first round.
+    for (const p of this.scheduled(set)) {
+      m.checkEvaluations.inc({ check: p.manifest.name, result: "run" }, 0);
+      m.checkEvaluations.inc({ check: p.manifest.name, result: "reused" }, 0);
+    }
     m.refusedPlugin.reset();
     for (const r of set.refusals) m.refusedPlugin.set({ file: r.file, reason: r.reason }, 1);
   }
@@ -245,24 +260,41 @@ export class CheckEngine implements ReadinessProvider {
     }
   }
 
-  private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>, epoch: number): Promise<RunResult> {
-    const round = { epoch, previousEpoch: this.lastEpoch.get(p.manifest.name) ?? 0 };
-    const { outcome, missingTools } = await runPluginWithSources(this.opts, p, facts, round);
-    return { plugin: p, outcome, missingTools, ranAt: new Date() };
+  /**
+   * Reads the plugin's sources, then calls it unless its last verdict was
+   * stable and every input is equal (module, usable configuration, facts,
+   * each source result): then that verdict stands and no input is built, no
+   * sandbox called. A quarantined plugin's verdicts stand no longer.
+   */
+  private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>, epoch: number): Promise<RoundRun> {
+    const name = p.manifest.name;
+    const sources = await readPluginSources(this.opts, p, facts);
+    const config = this.runtime.configFor(p);
+    const missing = missingTools(sources);
+    const last = this.stable.get(name);
+    const reused = this.runtime.isQuarantined(p) ? undefined : reuse(last, p, config, facts, sources);
+    if (reused) return { plugin: p, outcome: reused, missingTools: missing, ranAt: new Date(), reused: true, kept: last };
+    const round = { epoch, previousEpoch: this.lastEpoch.get(name) ?? 0 };
+    const outcome = await runPluginOn(this.opts, p, sources, facts, round);
+    return { plugin: p, outcome, missingTools: missing, ranAt: new Date(), reused: false, kept: remember(p, config, facts, sources, outcome) };
   }
 
-  private apply(results: RunResult[], epoch: number): void {
+  private apply(results: RoundRun[], epoch: number): void {
     const current = new Set(this.scheduled(this.runtime.current()).map((p) => p.key));
     const m = this.opts.metrics;
     const applied: RunResult[] = [];
     for (const r of results) {
-      const { plugin: p, outcome, missingTools, ranAt } = r;
+      const { plugin: p, outcome, missingTools, ranAt, reused } = r;
       // The set may have been swapped while this round ran: results of
       // plugins that are gone or replaced are stale and dropped.
       if (!current.has(p.key)) continue;
-      applied.push(r);
+      applied.push({ plugin: p, outcome, missingTools, ranAt, reused });
       const name = p.manifest.name;
-      this.lastEpoch.set(name, epoch);
+      // previousEpoch is the last round that called it: a reused verdict saw nothing new.
+      if (!reused) this.lastEpoch.set(name, epoch);
+      if (r.kept) this.stable.set(name, r.kept);
+      else this.stable.delete(name);
+      m.checkEvaluations.inc({ check: name, result: reused ? "reused" : "run" });
       const status: CheckStatus = outcome.kind === "verdict" ? outcome.output.status : "fail";
       const reason = outcome.kind === "verdict" ? outcome.output.reason : outcome.reason;
       const message = outcome.kind === "verdict" ? outcome.output.message : outcome.message;
@@ -293,10 +325,11 @@ export class CheckEngine implements ReadinessProvider {
           "check status changed",
         );
       }
-      // A quarantined plugin is not run: no run or duration to count.
+      // A quarantined plugin is not run: no run or duration to count. A
+      // reused verdict counts as the evaluation it stands for; no call was timed.
       if (!(outcome.kind === "fault" && outcome.reason === "PluginQuarantined" && outcome.durationMs === 0)) {
         m.checkRuns.inc({ check: name, status, reason });
-        m.checkDuration.observe({ check: name }, outcome.durationMs / 1000);
+        if (!reused) m.checkDuration.observe({ check: name }, outcome.durationMs / 1000);
       }
       const { probe, severity } = p.manifest;
       for (const s of STATUSES) m.checkStatus.set({ check: name, probe, severity, status: s }, s === status ? 1 : 0);
@@ -318,6 +351,7 @@ export class CheckEngine implements ReadinessProvider {
     if (!t) return;
     this.conditions.delete(name);
     this.lastEpoch.delete(name);
+    this.stable.delete(name);
     const { probe, severity } = t.condition;
     for (const s of STATUSES) this.opts.metrics.checkStatus.remove({ check: name, probe, severity, status: s });
     this.log.info({ check: name }, "check removed");

@@ -14,8 +14,8 @@ export interface PluginRunDeps {
  * Runs one plugin once: reads the sources it names with the facts known so
  * far, then its check() with its configuration; also gives the names of the
  * sources whose program could not be started (missing tool). The scheduled
- * rounds use it; the volume checks call its two halves (readPluginSources,
- * then runPluginOn unless a stable verdict stands), so a plugin sees the same
+ * rounds and the volume checks call its two halves (readPluginSources, then
+ * runPluginOn unless a stable verdict stands), so a plugin sees the same
  * input either way. Never rejects (neither read() nor runCheck() does).
  */
 export async function runPluginWithSources(
@@ -26,7 +26,12 @@ export async function runPluginWithSources(
 ): Promise<{ outcome: CheckOutcome; missingTools: string[] }> {
   const sources = await readPluginSources(deps, p, facts);
   const outcome = await runPluginOn(deps, p, sources, facts, round);
-  return { outcome, missingTools: sources.filter(([, r]) => toolMissing(r)).map(([name]) => name) };
+  return { outcome, missingTools: missingTools(sources) };
+}
+
+/** The names of the sources whose program could not be started (missing tool). */
+export function missingTools(sources: ReadonlyArray<readonly [string, SourceResult]>): string[] {
+  return sources.filter(([, r]) => toolMissing(r)).map(([name]) => name);
 }
 
 /** The sources a plugin names, read with the facts known so far, in its order. Never rejects. */
@@ -40,7 +45,8 @@ export function readPluginSources(
 
 /**
  * The plugin's check() on sources already read (readPluginSources): the
- * volume checks read first to tell whether a stable verdict still stands.
+ * engine and the volume checks read first to tell whether a stable verdict
+ * still stands.
  */
 export function runPluginOn(
   deps: Pick<PluginRunDeps, "runtime" | "mode">,

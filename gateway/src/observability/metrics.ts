@@ -46,6 +46,13 @@ export class Metrics {
     labelNames: ["check", "status", "reason"] as const,
     registers: [this.registry],
   });
+  /** result: run | reused (engine/stable-memo.ts). */
+  readonly checkEvaluations = new Counter({
+    name: "probegate_check_evaluations_total",
+    help: "Scheduled check evaluations by check: result run (the plugin was called) or reused (its stable verdict stood: nothing it reads had changed).",
+    labelNames: ["check", "result"] as const,
+    registers: [this.registry],
+  });
   /** result: ok | error | timeout | truncated */
   readonly sourceExecutions = new Counter({
     name: "probegate_source_executions_total",

@@ -18,7 +18,7 @@ export async function callCheck(sandbox: Sandbox, p: LoadedPlugin, input: string
   const parsed = parseCheckOutput(r.output);
   if (!parsed.ok) return { kind: "fault", reason: "PluginBadOutput", message: oneLine(parsed.message, FAULT_MESSAGE_MAX), durationMs: r.durationMs };
   // The wrong family's status is bad output (counted towards quarantine like any);
-  // a readiness or liveness plugin's health, events and stable are dropped.
+  // a readiness or liveness plugin's health and events are dropped.
   const family = applyHealthFamily(p.manifest.probe, parsed.output);
   return family.ok
     ? { kind: "verdict", output: family.output, durationMs: r.durationMs }

@@ -9,15 +9,16 @@ const STORAGE = new Set<string>(STORAGE_HEALTH_STATUSES);
 const VOLUME = new Set<string>(VOLUME_HEALTH_STATUSES);
 
 /**
- * The output as the host keeps it: readiness/liveness plugins lose `health`,
- * `events` and `stable` (ignored, their meaning is unchanged); a storage or volume
+ * The output as the host keeps it: readiness/liveness plugins lose `health`
+ * and `events` (ignored, their meaning is unchanged) and keep `stable` (the
+ * engine reuses any check's stable verdict, engine/stable-memo.ts); a storage or volume
  * plugin reporting the other family's status gets a problem text (the host
  * treats it as PluginBadOutput).
  */
 export function applyHealthFamily(probe: ProbeKind, output: CheckOutput): { ok: true; output: CheckOutput } | { ok: false; message: string } {
   if (probe !== "storage" && probe !== "volume") {
-    if (output.health === undefined && output.events === undefined && output.stable === undefined) return { ok: true, output };
-    const { health: _h, events: _e, stable: _s, ...rest } = output;
+    if (output.health === undefined && output.events === undefined) return { ok: true, output };
+    const { health: _h, events: _e, ...rest } = output;
     return { ok: true, output: rest };
   }
   const allowed = probe === "storage" ? STORAGE : VOLUME;

@@ -128,7 +128,7 @@ const checkOutput = z.object({
   // decided by the engine, which knows the plugin's probe kind.
   health: z.array(healthEntry).max(HEALTH_MAX).optional(),
   events: z.array(healthEvent).max(HEALTH_MAX).optional(),
-  // Volume plugins: the verdict may be reused while its inputs are unchanged (plugins/ABI.md, "Health").
+  // Any plugin: the verdict may be reused while its inputs are unchanged (plugins/ABI.md, "Health").
   stable: z.boolean().optional(),
   facts: z
     .record(

@@ -88,7 +88,7 @@ impl Health {
         self
     }
 
-    /// Marks the verdict stable (volume plugins, `plugins/ABI.md` "Health"):
+    /// Marks the verdict stable (storage and volume plugins, `plugins/ABI.md` "Health"):
     /// given the same sources, facts, configuration and module it would be the
     /// same at any later round and it carries no events, so the host may reuse
     /// it instead of calling again. Never when the verdict depends on time.

@@ -30,7 +30,7 @@ import { ScopeHealth } from "./entries.js";
 import { volumeScopedCatalog } from "./scoped-sources.js";
 import { healthMetrics, MAX_EVENT_REASONS_PER_CHECK, type HealthMetrics } from "./metrics.js";
 import { DEFAULT_MAX_VOLUMES, VolumeBook, type KnownVolume } from "./registry.js";
-import { remember, reuse, type StableVerdict } from "./stable-memo.js";
+import { remember, reuse, type StableVerdict } from "../stable-memo.js";
 
 export { DEFAULT_MAX_VOLUMES, VolumeRefError, volumeRefProblem } from "./registry.js";
 export { FAULT_GRACE_ROUNDS, HEALTH_CHECK_FAILED } from "./entries.js";

@@ -1,14 +1,16 @@
-// A volume check's last verdict, kept while it may be reused. A plugin marks a
+// A check's last verdict, kept while it may be reused. A plugin marks a
 // verdict `stable` when it would be the same at any later round given the
 // same sources, facts, configuration and module (plugins/ABI.md, "Health"):
-// on a healthy node nothing a volume check reads changes between rounds, so
-// calling it again per volume and plugin every round is cost without news.
+// on a healthy node nothing such a check reads changes between rounds, so
+// calling it again (building its input, a sandbox round trip, a parse of the
+// whole listing) is cost without news. The engine's rounds (once per check)
+// and the volume rounds (once per volume and check) both keep them here.
 // Only a verdict is kept, never a fault: a check that could not run is tried
 // again every round.
 
-import type { CheckOutcome } from "../../runtime/runtime.js";
-import type { LoadedPlugin } from "../../runtime/types.js";
-import type { SourceResult } from "../sources/index.js";
+import type { CheckOutcome } from "../runtime/runtime.js";
+import type { LoadedPlugin } from "../runtime/types.js";
+import type { SourceResult } from "./sources/index.js";
 
 /** What one call was computed from, and what it answered. */
 export interface StableVerdict {
