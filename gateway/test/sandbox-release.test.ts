@@ -1,5 +1,5 @@
 // A plugin instance whose linear memory grew past the sandbox's keep size
-// (1 MiB) is dropped after its call, so a large input (a 64-mount state
+// (4 MiB) is dropped after its call, so a large input (a 64-mount state
 // listing) does not leave its high-water mark resident for the gateway's
 // life. What that must not change: the answers (the next call starts from a
 // fresh instance and answers the same), small calls (their instance is kept),
@@ -16,7 +16,7 @@ import type { LoadedPlugin } from "../src/runtime/types.js";
 import { ROOT } from "./helpers/gateway-process.js";
 import { compileAs, compileHostile } from "./hostile/build.js";
 
-// Counts its calls in module state and copies its input four times over, so
+// Counts its calls in module state and copies its input eight times over, so
 // memory grows with the input: what a fresh instance would reset is visible.
 const COUNTER = `
 let calls = 0;
@@ -25,14 +25,15 @@ export function manifest(): string {
 }
 export function check(input: string): string {
   calls++;
-  const copy = input.repeat(4);
+  const copy = input.repeat(8);
   return '{"status":"pass","reason":"Counted","message":"' + copy.length.toString() + ' characters","facts":{"calls":"' + calls.toString() + '"}}';
 }
 `;
 
 const known = () => true;
 const small = JSON.stringify({ mode: "node", sources: {}, facts: {} });
-// ~300 k characters: four UTF-16 copies are ~2.4 MB of memory, past the keep size.
+// ~300 k characters: eight UTF-16 copies are ~4.8 MB of memory, past the keep size;
+// the small document's copies fit in the module's initial memory.
 const large = JSON.stringify({ mode: "node", sources: {}, facts: { pad: "x".repeat(300_000) } });
 
 async function load(sandbox: Sandbox, bytes: Uint8Array, file: string): Promise<LoadedPlugin> {
