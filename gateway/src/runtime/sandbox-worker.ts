@@ -299,7 +299,7 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
    * not available). A dropped instance's memory is only returned when the
    * heap collects it, which a worker that is rarely called may not do for
    * minutes; it runs after the reply is sent, once no frame of the call still
-   * holds the instance.
+   * holds the instance or the call's input.
    */
   const collect: (() => void) | null = (() => {
     try {
@@ -344,7 +344,8 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       case "call": {
         const r = call(msg);
         parentPort.postMessage({ type: "reply", id: msg.id, ...r });
-        if (r.released) collect?.();
+        // In the next turn, once this message (and its input) is garbage too.
+        if (r.released && collect) setImmediate(collect);
         return;
       }
     }
