@@ -11,6 +11,7 @@
 // under a kubelet directory made here (vol_data.json beside each mount, so the
 // gateway rediscovers them as after a restart). Run:
 //   npm run build && node dist/bench/health.js [rpc,rounds]
+//   node dist/bench/health.js rss PEER_ROOT   (RSS, 64 volumes against none, this build against another)
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http2 from "node:http2";
@@ -440,7 +441,44 @@ export const ROUND_ROWS: Array<[number, number, RoundOptions]> = [
   [8, 64, { mountPerVolume: true, history: 16, plugins: "all" }],
 ];
 
+/**
+ * RSS with 64 volumes against none (the two ROUND_ROWS the issue's target
+ * compares), for this build and a peer build (`peerRoot`: another checkout's
+ * root, its dist built), interleaved peer, this, peer, this so both see the
+ * same minutes of a shared machine; `reps` times each.
+ */
+export async function rssAgainstPeer(peerRoot: string, reps = 2): Promise<Array<{ build: string; volumes: number; rssMiB: number }>> {
+  const peer = (await import(pathToFileURL(path.join(peerRoot, "dist/bench/health.js")).href)) as { roundCost: typeof roundCost };
+  const out: Array<{ build: string; volumes: number; rssMiB: number }> = [];
+  for (let rep = 0; rep < reps; rep++) {
+    for (const volumes of [0, 64]) {
+      for (const [build, cost] of [[peerRoot, peer.roundCost], [root, roundCost]] as const) {
+        const row = await cost(volumes, 64, { mountPerVolume: true });
+        console.error(JSON.stringify({ build, ...row }));
+        out.push({ build, volumes, rssMiB: row.rssMiB });
+      }
+    }
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === "rss") {
+    const peerRoot = process.argv[3];
+    if (!peerRoot) throw new Error("usage: node dist/bench/health.js rss PEER_ROOT (a checkout with its dist built)");
+    const rows = await rssAgainstPeer(path.resolve(peerRoot), Number(process.env.HEALTH_BENCH_REPS ?? 2));
+    const median = (b: string, v: number) => {
+      const xs = rows.filter((r) => r.build === b && r.volumes === v).map((r) => r.rssMiB).sort((x, y) => x - y);
+      return xs[(xs.length - 1) >> 1]!;
+    };
+    console.log("| build | RSS MiB, 0 volumes | RSS MiB, 64 volumes × 64 OSTs | 64 against none |\n|---|---|---|---|");
+    for (const b of [path.resolve(peerRoot), root]) {
+      const none = median(b, 0);
+      const full = median(b, 64);
+      console.log(`| ${b} | ${none.toFixed(1)} | ${full.toFixed(1)} | +${(full - none).toFixed(1)} |`);
+    }
+    return;
+  }
   const only = new Set((process.argv[2] ?? "rpc,rounds").split(","));
   if (only.has("rpc")) console.log(rpcTable(await rpcCost()) + "\n");
   if (only.has("rounds")) {

@@ -41,13 +41,29 @@ export function buildCheckInput(
  * A source result's JSON without its closing brace (ageMs follows). Results
  * are frozen and shared for their TTL, so one lctl output read by a storage
  * check and by the volume check of every volume in a round is escaped once.
+ * The encodings are dropped all at once ENCODED_KEEP_MS after the first of a
+ * batch: a round's calls come in one burst, and an encoding kept for as long
+ * as its result lives (a kept verdict keeps its sources, the command cache
+ * its last result) held an escaped copy of a 64-mount listing, 590 KiB,
+ * resident between rounds.
  */
-const encoded = new WeakMap<SourceResult, string>();
+const ENCODED_KEEP_MS = 2_000;
+let encoded = new Map<SourceResult, string>();
+let dropEncoded: NodeJS.Timeout | null = null;
 function encodedResult(r: SourceResult): string {
   let text = encoded.get(r);
   if (text === undefined) {
     text = JSON.stringify({ ok: r.ok, exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, error: r.error, truncated: r.truncated }).slice(0, -1);
-    if (Object.isFrozen(r)) encoded.set(r, text);
+    if (Object.isFrozen(r)) {
+      encoded.set(r, text);
+      if (dropEncoded === null) {
+        dropEncoded = setTimeout(() => {
+          encoded = new Map();
+          dropEncoded = null;
+        }, ENCODED_KEEP_MS);
+        dropEncoded.unref();
+      }
+    }
   }
   return text;
 }

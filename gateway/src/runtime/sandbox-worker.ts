@@ -32,6 +32,16 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
   const GROW_REFUSED = "__probegate_grow_refused";
   const PAGE = 64 * 1024;
   const MiB = 1024 * 1024;
+  // Linear memory never shrinks: a call fed a large input (a 64-mount import
+  // listing grows lustre-imports to 10.5 MiB) leaves its instance at its
+  // high-water mark, resident for as long as the instance lives. Past this
+  // size the instance is dropped after the call and its memory released, so
+  // the next call starts from the module's initial memory. Checks keep nothing
+  // across calls (plugins/ABI.md); a fresh instance costs ~0.1 ms, but
+  // returning the memory takes a full collection of this worker's heap (a few
+  // ms), which is why the size is not lower: up to ~16 mounts of 64 OSTs
+  // (3.5 MiB) keep their instance and pay nothing per round.
+  const KEEP_MEMORY_BYTES = 4 * MiB;
 
   interface Entry {
     module: any;
@@ -139,7 +149,7 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     return ptr;
   }
 
-  type Fault = { ok: false; reason: string; message: string };
+  type Fault = { ok: false; reason: string; message: string; released?: boolean };
 
   function readResult(e: Entry, ptr: number, maxOutputBytes: number): { ok: true; output: string } | Fault {
     const buf = memoryOf(e).buffer;
@@ -247,7 +257,7 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
     2: { imports: makeImportsV2, call: callV2, badOutputResets: true },
   };
 
-  function call(msg: any): { ok: true; output: string } | Fault {
+  function call(msg: any): { ok: true; output: string; released?: boolean } | Fault {
     const e = entries.get(msg.key);
     if (!e) return { ok: false, reason: "PluginUnloaded", message: "plugin is not loaded" };
     e.state.abortMessage = null;
@@ -260,7 +270,11 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       if (growRefused) growRefused.value = 0;
       const convention = CONVENTIONS[e.abi.abi]!;
       const r = convention.call(e, msg);
-      if (r.ok || !convention.badOutputResets) return r;
+      if (r.ok || !convention.badOutputResets) {
+        if (memoryOf(e).buffer.byteLength <= KEEP_MEMORY_BYTES) return r;
+        e.instance = null;
+        return { ...r, released: true };
+      }
       const refusedPages = growRefused ? growRefused.value >>> 0 : 0;
       const hadBytes = memoryOf(e).buffer.byteLength;
       // A module that handed back a bad buffer may be in any state: the next call gets a fresh instance.
@@ -279,6 +293,28 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       return { ok: false, reason: "PluginTrap", message };
     }
   }
+
+  /**
+   * The function that runs a full collection of this worker's heap (null:
+   * not available). A dropped instance's memory is only returned when the
+   * heap collects it, which a worker that is rarely called may not do for
+   * minutes; it runs after the reply is sent, once no frame of the call still
+   * holds the instance or the call's input.
+   */
+  const collect: (() => void) | null = (() => {
+    try {
+      const v8 = req("node:v8");
+      const vm = req("node:vm");
+      // V8 flags are process-wide, but --expose-gc only adds `gc` to contexts
+      // made from now on: the one made here, nobody else's.
+      v8.setFlagsFromString("--expose-gc");
+      const gc = vm.runInNewContext("gc");
+      v8.setFlagsFromString("--no-expose-gc");
+      return typeof gc === "function" ? gc : null;
+    } catch {
+      return null;
+    }
+  })();
 
   /** The fault of a call that failed after the memory cap refused a grow (the grow hook's count). */
   function memoryLimit(msg: any, refusedPages: number, hadBytes: number, then: string): Fault {
@@ -305,9 +341,13 @@ export function sandboxWorkerMain(req: (id: string) => any): void {
       case "unregister":
         entries.delete(msg.key);
         return;
-      case "call":
-        parentPort.postMessage({ type: "reply", id: msg.id, ...call(msg) });
+      case "call": {
+        const r = call(msg);
+        parentPort.postMessage({ type: "reply", id: msg.id, ...r });
+        // In the next turn, once this message (and its input) is garbage too.
+        if (r.released && collect) setImmediate(collect);
         return;
+      }
     }
   });
 }

@@ -57,6 +57,8 @@ export class Sandbox {
   private readonly maxOutputBytes: number;
   /** Worker restarts so far (deadline hits and crashes); visible for tests and metrics. */
   restarts = 0;
+  /** Instances dropped after a call left their memory past the worker's keep size (sandbox-worker.ts). */
+  released = 0;
 
   constructor(private readonly opts: SandboxOptions = {}) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULTS.timeoutMs;
@@ -125,7 +127,7 @@ export class Sandbox {
     // Unref'd: the sandbox alone must not keep a process alive; an in-flight
     // call's deadline timer does, so no call is ever abandoned.
     w.unref();
-    w.on("message", (msg: { type: string; id?: number; key?: string; message?: string; ok?: boolean; output?: string; reason?: FaultReason }) => {
+    w.on("message", (msg: { type: string; id?: number; key?: string; message?: string; ok?: boolean; output?: string; reason?: FaultReason; released?: boolean }) => {
       if (w !== this.worker) return;
       if (msg.type === "trace") {
         this.onTrace?.(this.labels.get(msg.key!) ?? msg.key!, msg.message ?? "");
@@ -135,6 +137,7 @@ export class Sandbox {
       if (msg.type !== "reply" || !cur || cur.job.id !== msg.id) return;
       clearTimeout(cur.timer);
       this.current = null;
+      if (msg.released) this.released++;
       const durationMs = performance.now() - cur.started;
       cur.job.resolve(
         msg.ok

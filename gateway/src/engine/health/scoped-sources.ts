@@ -68,8 +68,12 @@ export function scopeListing(listing: SourceResult, suffix: string, getname: Sou
     stdout = restrict(scope.index, keys);
     scope.index.scopedText.set(memoKey, stdout);
   }
-  // Frozen like the catalog's own results, so check-input encodes it once.
-  const scoped = stdout === null ? listing : Object.freeze({ ...listing, stdout });
+  // Not frozen, unlike the catalog's results: check-input keeps the JSON of a
+  // frozen result for as long as the result lives, and a volume's result lives
+  // as long as its stable verdict (stable-memo.ts), so 64 volumes would keep a
+  // second escaped copy of the listing resident. Encoded per call instead,
+  // which with reused verdicts is rarely.
+  const scoped = stdout === null ? listing : { ...listing, stdout };
   scope.results.set(memoKey, scoped);
   return scoped;
 }
@@ -81,18 +85,27 @@ function restrict(index: ListingIndex, keys: readonly string[]): string | null {
   // No block of its own: the check says so itself, from the whole listing.
   if (picked.length === 0) return null;
   picked.push(...index.shared);
-  if (picked.length === index.blocks.length) return null;
+  if (picked.length === index.starts.length) return null;
   picked.sort((a, b) => a - b);
-  let stdout = index.prefix;
-  for (const i of picked) stdout += index.blocks[i]!;
-  return stdout;
+  const text = index.text;
+  let stdout = text.slice(0, index.prefixEnd);
+  for (const i of picked) stdout += text.slice(index.starts[i]!, index.ends[i]!);
+  // Flattened now, so the result holds its own characters and not slices of the whole listing.
+  return flat(stdout);
 }
 
 interface ListingIndex {
-  /** Text before the first block (kept: the check judges it as before). */
-  prefix: string;
-  /** Each block: its header line and everything up to the next header. */
-  blocks: string[];
+  /**
+   * The listing the offsets point into: the newest result's text once an equal
+   * listing is read again, so the index keeps no older copy resident beside
+   * the catalog's.
+   */
+  text: string;
+  /** Text before the first block (kept: the check judges it as before) ends here. */
+  prefixEnd: number;
+  /** Each block, [starts[i], ends[i]): its header line and everything up to the next header. */
+  starts: number[];
+  ends: number[];
   /** `fs-instance` (as `lfs getname` prints it) → its blocks, in order. */
   byMount: Map<string, number[]>;
   /** Blocks of no mount: the MGCs (shared by all mounts of an MGS), devices not named `fs-TARGET-kind-instance`. */
@@ -124,8 +137,11 @@ function listingScope(listing: SourceResult, suffix: string): ListingScope {
   if (scope) return scope;
   const last = lastIndexed.get(suffix);
   let index: ListingIndex | null;
-  if (last && last.text === listing.stdout) index = last.index;
-  else {
+  if (last && last.text === listing.stdout) {
+    index = last.index;
+    last.text = listing.stdout;
+    if (index) index.text = listing.stdout;
+  } else {
     index = buildIndex(listing.stdout, suffix);
     lastIndexed.set(suffix, { text: listing.stdout, index });
   }
@@ -180,11 +196,12 @@ function buildIndex(text: string, suffix: string): ListingIndex | null {
     devices.push(m[3]!);
   }
   if (starts.length === 0) return null;
-  const index: ListingIndex = { prefix: text.slice(0, starts[0]), blocks: [], byMount: new Map(), shared: [], scopedText: new Map() };
+  const index: ListingIndex = { text, prefixEnd: starts[0]!, starts, ends: [], byMount: new Map(), shared: [], scopedText: new Map() };
   for (let i = 0; i < starts.length; i++) {
-    const block = text.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : text.length);
+    const end = i + 1 < starts.length ? starts[i + 1]! : text.length;
+    const block = text.slice(starts[i], end);
     if (suffix === ".import=" ? !IMPORT_STATE.test(block) : !stateBlockWhole(block)) return null;
-    index.blocks.push(block);
+    index.ends.push(end);
     const key = kinds[i] === "mgc" ? "" : mountKeyOf(devices[i]!);
     if (key === "") index.shared.push(i);
     else {
@@ -264,4 +281,15 @@ function normalizePath(p: string): string {
 /** /proc/mounts escapes space, tab, newline and backslash as `\ooo`. */
 function unescapeMountField(s: string): string {
   return s.includes("\\") ? s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) : s;
+}
+
+/**
+ * A string with its own characters: V8 keeps a concatenation as a tree of its
+ * parts and a slice as a view of its parent, and either would keep the whole
+ * listing reachable from a restricted text for as long as a verdict keeps it.
+ * Slicing a concatenation copies it into one new string first (the slice is
+ * then a view of that copy only).
+ */
+function flat(s: string): string {
+  return s.length === 0 ? s : ` ${s}`.slice(1);
 }
