@@ -33,7 +33,7 @@ export interface GatewayReport {
   fds: { start: number; end: number; max: number; slopePerHour: number };
   threads: { start: number; end: number; max: number };
   children: { max: number; end: number };
-  readiness: { checked: number; ready: number; notReady: number; violations: number; examples: ReadinessViolation[]; stuck: number; stuckEpisodes: Array<{ clearedAt: number; observer: string }>; detectionMs: Record<string, { n: number; p50: number; p99: number; max: number }>; recoveryMs: { n: number; p50: number; max: number } };
+  readiness: { checked: number; ready: number; notReady: number; violations: number; examples: ReadinessViolation[]; stuck: number; stuckEpisodes: Array<{ clearedAt: number; observer: string; lastCauses: string[] }>; detectionMs: Record<string, { n: number; p50: number; p99: number; max: number }>; recoveryMs: { n: number; p50: number; max: number } };
   samples: ProcSample[];
   probeLatency: WindowStat[];
 }
