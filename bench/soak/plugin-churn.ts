@@ -161,6 +161,9 @@ export class PluginChurn {
   private readonly present = new Map<string, Present>();
   readonly actions: Record<string, number> = {};
   private seq = 0;
+  /** Told when a faulting module is kept in force under refused content, and when that ends (ms it lasted). */
+  onKept: ((what: "kept" | "ended", file: string, ms: number) => void) | undefined;
+  private readonly keptSince = new Map<string, number>();
 
   constructor(
     private readonly writer: DirWriter,
@@ -197,10 +200,10 @@ export class PluginChurn {
     // A readiness-breaking plugin stays a while, then goes (removed or replaced by a good one).
     const overdue = causes.find((p) => now - p.since > this.rng.between(5_000, 20_000));
     if (overdue) {
-      if (this.rng.chance(0.5)) return this.remove(overdue, "remove-hostile");
+      if (this.rng.chance(0.5)) return this.remove(overdue, "remove-hostile", now);
       const good = this.kinds.find((k) => k.id === "soak-pass-1")!;
       if (!this.families().has("soak-pass")) return this.replace(overdue, good, now, "replace-hostile");
-      return this.remove(overdue, "remove-hostile");
+      return this.remove(overdue, "remove-hostile", now);
     }
     const r = this.rng.next();
     if (r < 0.15) {
@@ -211,7 +214,7 @@ export class PluginChurn {
     }
     if (r < 0.35 && this.present.size > 0) {
       const p = this.rng.pick([...this.present.values()]);
-      return this.remove(p, p.inForce?.cause ? "remove-hostile" : "remove");
+      return this.remove(p, p.inForce?.cause ? "remove-hostile" : "remove", now);
     }
     if (r < 0.55 && this.present.size > 0) {
       const p = this.rng.pick([...this.present.values()]);
@@ -233,7 +236,15 @@ export class PluginChurn {
     return a;
   }
 
-  private remove(p: Present, action: string): string {
+  private keptEnds(file: string, now: number): void {
+    const since = this.keptSince.get(file);
+    if (since === undefined) return;
+    this.keptSince.delete(file);
+    this.onKept?.("ended", file, now - since);
+  }
+
+  private remove(p: Present, action: string, now: number): string {
+    this.keptEnds(p.file, now);
     this.writer.remove(p.file);
     this.present.delete(p.file);
     this.count(action);
@@ -246,7 +257,13 @@ export class PluginChurn {
     if (k.refused) this.present.set(p.file, { ...p, kind: k });
     else this.present.set(p.file, { kind: k, file: p.file, inForce: k, since: k.cause ? now : p.since });
     // Named apart in the report: the node stays not ready through this "replacement".
-    if (k.refused && p.inForce?.cause) action = "replace-hostile-kept";
+    if (k.refused && p.inForce?.cause) {
+      action = "replace-hostile-kept";
+      if (!this.keptSince.has(p.file)) {
+        this.keptSince.set(p.file, now);
+        this.onKept?.("kept", p.file, 0);
+      }
+    } else if (!k.refused) this.keptEnds(p.file, now);
     this.count(action);
     return action;
   }

@@ -129,6 +129,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const dirB = new ConfigMapDir(path.join(work, "plugins-b"));
   const churnA = new PluginChurn(dirA, bundled, kinds, rng);
   const churnB = new PluginChurn(dirB, bundled, kinds, rng);
+  for (const [name, c] of [["node", churnA], ["gateway", churnB]] as const) {
+    c.onKept = (what, file, ms) => log(what === "kept" ? `${name}: ${file} overwritten with refused content; its faulting module stays in force` : `${name}: ${file}: the kept faulting module left after ${(ms / 1000).toFixed(1)} s`);
+  }
 
   // The fake upstream driver (gateway mode), restarted after every kill.
   const driverSocket = path.join(work, "driver.sock");

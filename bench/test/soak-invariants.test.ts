@@ -150,6 +150,8 @@ describe("plugin churn: what the oracle counts as in force", () => {
       // add: r ≥ 0.55, a cause allowed, the first option (trap)
       const rng = new ScriptedRng([0.9, 0, 0]);
       const churn = new PluginChurn(new PlainDir(dir), new Map(), kinds, rng);
+      const told: string[] = [];
+      churn.onKept = (what, file, ms) => told.push(`${what} ${file} ${ms}`);
       expect(churn.step(0)).toBe("add-hostile");
       expect(churn.causes()).toEqual([{ what: "plugin:trap", since: 0 }]);
       // not overdue (19.9 s), replace (0.35 ≤ r < 0.55) the trap with the first option left: wasi, refused at load
@@ -161,6 +163,7 @@ describe("plugin churn: what the oracle counts as in force", () => {
       rng.draws.push(0, 0);
       expect(churn.step(25_000)).toBe("remove-hostile");
       expect(churn.causes()).toEqual([]);
+      expect(told).toEqual(["kept x0-trap.wasm 0", "ended x0-trap.wasm 24000"]);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
