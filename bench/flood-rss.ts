@@ -1,4 +1,4 @@
-// `node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed]`: what
+// `node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed,fuzz]`: what
 // the soak's connection floods do to a node-mode gateway's memory, and whether
 // a malloc setting bounds it. One gateway per variant (the environment as it is,
 // or with the variant's NAME=VALUE settings), started like the image (the
@@ -6,7 +6,8 @@
 // soak's four kinds in turn). After every flood and its pause, each one's RSS
 // is split into V8's share (heap total, external, from its /metrics) and the
 // rest, and smaps into the main malloc arena ([heap]) and other anonymous
-// memory (thread arenas, V8 pages, wasm). Prints a Markdown table and one JSON
+// memory (thread arenas, V8 pages, wasm). `--modes fuzz` runs rounds of the
+// soak's edge fuzz instead of a flood. Prints a Markdown table and one JSON
 // line; measures, asserts nothing.
 import fs from "node:fs";
 import http from "node:http";
@@ -16,6 +17,7 @@ import { parseDuration } from "../gateway/src/engine/sources/index.js";
 import { repoRoot } from "./lib/paths.js";
 import { isMain } from "./lib/main.js";
 import { FLOOD_MODES, startFlood, type FloodMode } from "./soak/conn-flood.js";
+import { EdgeFuzzer, type FuzzKind } from "./soak/fuzz-edge.js";
 import { GatewayProc } from "./soak/gateway-proc.js";
 import { LnetFaults } from "./soak/lnet-faults.js";
 import { Rng } from "./soak/rng.js";
@@ -101,7 +103,22 @@ function variantEnv(base: NodeJS.ProcessEnv, v: string): NodeJS.ProcessEnv {
   return env;
 }
 
-export async function floodRss(o: { cycles: number; floodMs: number; pauseMs: number; variants: string[]; modes: readonly FloodMode[] }): Promise<Record<string, MemPoint[]>> {
+/** One load step against every gateway at once: a flood of one kind, or (`fuzz`) a round of the soak's edge fuzz. */
+type Step = FloodMode | "fuzz";
+
+async function loadStep(step: Step, gws: GatewayProc[], o: { floodMs: number }, seed: number): Promise<void> {
+  if (step === "fuzz") {
+    const kinds: FuzzKind[][] = [["h1-random", "h2-request"], ["h2-frames"], ["h1-split", "h2-split"]];
+    await Promise.all(gws.map((g) => new EdgeFuzzer({ host: "127.0.0.1", port: g.port, socket: g.spec.socket }, { seed, cases: 40, kinds: kinds[seed % kinds.length], splitPositions: 24, deadlineMs: 5_000 }).run()));
+    return;
+  }
+  const count = step === "malformed" ? 300 : 1000;
+  const running = gws.flatMap((g) => [startFlood(step, `127.0.0.1:${g.port}`, count), ...(step === "trickle" ? [] : [startFlood(step, g.spec.socket, count)])]);
+  await sleep(o.floodMs);
+  for (const f of running) f.stop();
+}
+
+export async function floodRss(o: { cycles: number; floodMs: number; pauseMs: number; variants: string[]; modes: readonly Step[] }): Promise<Record<string, MemPoint[]>> {
   const root = repoRoot();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "probegate-flood-rss-"));
   const lnet = new LnetFaults(work, new Rng(1));
@@ -126,11 +143,8 @@ export async function floodRss(o: { cycles: number; floodMs: number; pauseMs: nu
     await sleep(20_000);
     for (const g of gws) out[g.spec.name] = [await point(g, "start")];
     for (let c = 0; c < o.cycles; c++) {
-      for (const mode of o.modes) {
-        const count = mode === "malformed" ? 300 : 1000;
-        const running = gws.flatMap((g) => [startFlood(mode, `127.0.0.1:${g.port}`, count), ...(mode === "trickle" ? [] : [startFlood(mode, g.spec.socket, count)])]);
-        await sleep(o.floodMs);
-        for (const f of running) f.stop();
+      for (const [i, mode] of o.modes.entries()) {
+        await loadStep(mode, gws, o, c * o.modes.length + i);
         await sleep(o.pauseMs);
         for (const g of gws) out[g.spec.name].push(await point(g, `${c + 1}:${mode}`));
         process.stderr.write(`flood-rss: cycle ${c + 1} ${mode}: ${gws.map((g) => `${g.spec.name} ${out[g.spec.name].at(-1)!.rssMiB} MiB`).join(", ")}\n`);
@@ -162,13 +176,13 @@ if (isMain(import.meta.url)) {
   const floodMs = parseDuration(get("--flood", "8s"));
   const pauseMs = parseDuration(get("--pause", "7s"));
   if (!Number.isInteger(cycles) || cycles < 1 || floodMs === null || pauseMs === null) {
-    process.stderr.write("usage: node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed]\n");
+    process.stderr.write("usage: node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed,fuzz]\n");
     process.exit(2);
   }
   const variants = get("--variants", "as-is;MALLOC_ARENA_MAX=2").split(";").map((v) => v.trim()).filter(Boolean);
-  const modes = get("--modes", FLOOD_MODES.join(",")).split(",") as FloodMode[];
-  if (!modes.every((m) => FLOOD_MODES.includes(m))) {
-    process.stderr.write(`--modes: a comma-separated list of ${FLOOD_MODES.join(", ")}\n`);
+  const modes = get("--modes", FLOOD_MODES.join(",")).split(",") as Step[];
+  if (!modes.every((m) => m === "fuzz" || FLOOD_MODES.includes(m))) {
+    process.stderr.write(`--modes: a comma-separated list of ${FLOOD_MODES.join(", ")}, fuzz\n`);
     process.exit(2);
   }
   const r = await floodRss({ cycles, floodMs, pauseMs, variants, modes });
