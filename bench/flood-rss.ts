@@ -1,4 +1,4 @@
-// `node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed,fuzz]`: what
+// `node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed,fuzz,burst]`: what
 // the soak's connection floods do to a node-mode gateway's memory, and whether
 // a malloc setting bounds it. One gateway per variant (the environment as it is,
 // or with the variant's NAME=VALUE settings), started like the image (the
@@ -7,7 +7,7 @@
 // is split into V8's share (heap total, external, from its /metrics) and the
 // rest, and smaps into the main malloc arena ([heap]) and other anonymous
 // memory (thread arenas, V8 pages, wasm). `--modes fuzz` runs rounds of the
-// soak's edge fuzz instead of a flood. Prints a Markdown table and one JSON
+// soak's edge fuzz instead of a flood, `burst` its Probe burst for --flood. Prints a Markdown table and one JSON
 // line; measures, asserts nothing.
 import fs from "node:fs";
 import http from "node:http";
@@ -18,6 +18,8 @@ import { repoRoot } from "./lib/paths.js";
 import { isMain } from "./lib/main.js";
 import { FLOOD_MODES, startFlood, type FloodMode } from "./soak/conn-flood.js";
 import { EdgeFuzzer, type FuzzKind } from "./soak/fuzz-edge.js";
+import { connectSession, grpcUnary } from "./soak/grpc-call.js";
+import { PROBE_PATH } from "./lib/grpc.js";
 import { GatewayProc } from "./soak/gateway-proc.js";
 import { LnetFaults } from "./soak/lnet-faults.js";
 import { Rng } from "./soak/rng.js";
@@ -103,10 +105,28 @@ function variantEnv(base: NodeJS.ProcessEnv, v: string): NodeJS.ProcessEnv {
   return env;
 }
 
-/** One load step against every gateway at once: a flood of one kind, or (`fuzz`) a round of the soak's edge fuzz. */
-type Step = FloodMode | "fuzz";
+/** One load step against every gateway at once: a flood of one kind, (`fuzz`) a round of the soak's edge fuzz, or (`burst`) the soak's Probe burst. */
+type Step = FloodMode | "fuzz" | "burst";
+
+/** The soak's burst for --flood: 64 closed-loop Probes over 4 kept TCP connections, 16 closed-loop Probes on new socket connections. */
+async function burst(g: GatewayProc, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  const sessions = Array.from({ length: 4 }, () => connectSession({ host: "127.0.0.1", port: g.port }));
+  const loop = async (call: () => Promise<unknown>) => {
+    while (Date.now() < until) await call();
+  };
+  await Promise.all([
+    ...Array.from({ length: 64 }, (_, i) => loop(() => grpcUnary(sessions[i % 4]!, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 }))),
+    ...Array.from({ length: 16 }, () => loop(() => grpcUnary({ socketPath: g.spec.socket }, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 }))),
+  ]);
+  for (const s of sessions) s.destroy();
+}
 
 async function loadStep(step: Step, gws: GatewayProc[], o: { floodMs: number }, seed: number): Promise<void> {
+  if (step === "burst") {
+    await Promise.all(gws.map((g) => burst(g, o.floodMs)));
+    return;
+  }
   if (step === "fuzz") {
     const kinds: FuzzKind[][] = [["h1-random", "h2-request"], ["h2-frames"], ["h1-split", "h2-split"]];
     await Promise.all(gws.map((g) => new EdgeFuzzer({ host: "127.0.0.1", port: g.port, socket: g.spec.socket }, { seed, cases: 40, kinds: kinds[seed % kinds.length], splitPositions: 24, deadlineMs: 5_000 }).run()));
@@ -176,13 +196,13 @@ if (isMain(import.meta.url)) {
   const floodMs = parseDuration(get("--flood", "8s"));
   const pauseMs = parseDuration(get("--pause", "7s"));
   if (!Number.isInteger(cycles) || cycles < 1 || floodMs === null || pauseMs === null) {
-    process.stderr.write("usage: node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed,fuzz]\n");
+    process.stderr.write("usage: node dist/bench/flood-rss.js [--cycles 6] [--flood 8s] [--pause 7s] [--variants 'as-is;MALLOC_ARENA_MAX=2'] [--modes idle,ping,trickle,malformed,fuzz,burst]\n");
     process.exit(2);
   }
   const variants = get("--variants", "as-is;MALLOC_ARENA_MAX=2").split(";").map((v) => v.trim()).filter(Boolean);
   const modes = get("--modes", FLOOD_MODES.join(",")).split(",") as Step[];
-  if (!modes.every((m) => m === "fuzz" || FLOOD_MODES.includes(m))) {
-    process.stderr.write(`--modes: a comma-separated list of ${FLOOD_MODES.join(", ")}, fuzz\n`);
+  if (!modes.every((m) => m === "fuzz" || m === "burst" || FLOOD_MODES.includes(m))) {
+    process.stderr.write(`--modes: a comma-separated list of ${FLOOD_MODES.join(", ")}, fuzz, burst\n`);
     process.exit(2);
   }
   const r = await floodRss({ cycles, floodMs, pauseMs, variants, modes });
