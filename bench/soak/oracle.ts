@@ -33,7 +33,10 @@ export class ReadinessOracle {
   readonly violations: ReadinessViolation[] = [];
   violationCount = 0;
   stuck = 0;
-  readonly stuckEpisodes: Array<{ clearedAt: number; observer: string }> = [];
+  /** `lastCauses`: what had been in force just before the all-clear, to find the episode in the logs. */
+  readonly stuckEpisodes: Array<{ clearedAt: number; observer: string; lastCauses: string[] }> = [];
+  /** Called once per stuck episode (the soak logs the gateway's own view then). */
+  onStuck: ((observer: string) => void) | undefined;
   /** Per cause family: ms from the cause to the first not-ready answer asked for after it. */
   readonly detection: Record<string, number[]> = {};
   /** ms from the last cause going away to the first ready answer. */
@@ -41,6 +44,8 @@ export class ReadinessOracle {
   private seen = new Set<string>();
   private clearedSince: number | undefined;
   private clearEpisodeReported = false;
+  private lastCauses: string[] = [];
+  private clearedCauses: string[] = [];
 
   constructor(
     readonly instance: string,
@@ -54,8 +59,12 @@ export class ReadinessOracle {
       if (this.clearedSince === undefined) {
         this.clearedSince = now;
         this.clearEpisodeReported = false;
+        this.clearedCauses = this.lastCauses;
       }
-    } else this.clearedSince = undefined;
+    } else {
+      this.clearedSince = undefined;
+      this.lastCauses = causes.map((c) => c.what);
+    }
   }
 
   private bound(c: Cause): number {
@@ -93,7 +102,8 @@ export class ReadinessOracle {
       } else if (sentAt - cleared > this.bounds.recoverMs && !this.clearEpisodeReported) {
         this.stuck++;
         this.clearEpisodeReported = true;
-        this.stuckEpisodes.push({ clearedAt: cleared - this.t0, observer });
+        this.stuckEpisodes.push({ clearedAt: cleared - this.t0, observer, lastCauses: this.clearedCauses });
+        this.onStuck?.(observer);
       }
     }
   }

@@ -7,7 +7,9 @@
 //
 // What the oracle needs from here: since when a plugin that must make the
 // node not ready (a required check that fails, or one that faults) has been
-// present.
+// in force. A file whose new content is refused at load keeps its last good
+// module running (gateway/src/runtime/README.md), so a faulting plugin
+// overwritten by a refused one is still in force until the file loads or goes.
 import fs from "node:fs";
 import path from "node:path";
 import { compileAs } from "../../gateway/test/hostile/build.js";
@@ -59,9 +61,14 @@ function kinds(src: PluginSources): Kind[] {
   ];
 }
 
+/** The hostile kinds the loader refuses (the rest load, then fault or answer). */
+const REFUSED = new Set(["wasi", "abi3", "badmanifest", "noexport", "manifestloop", "unknownsource"]);
+
 export interface CompiledKind {
   id: string;
   cause: boolean;
+  /** Refused at load: the file's last good module, if any, stays in force. */
+  refused: boolean;
   /** Manifest name family: two kinds of one family never coexist (a duplicate name is refused). */
   family: string;
   bytes: Uint8Array;
@@ -70,7 +77,7 @@ export interface CompiledKind {
 export async function compileKinds(root: string): Promise<CompiledKind[]> {
   const out: CompiledKind[] = [];
   for (const k of kinds(new PluginSources(root))) {
-    out.push({ id: k.id, cause: k.cause, family: k.id.startsWith("soak-pass") ? "soak-pass" : k.id, bytes: await compileAs(k.source()) });
+    out.push({ id: k.id, cause: k.cause, refused: REFUSED.has(k.id), family: k.id.startsWith("soak-pass") ? "soak-pass" : k.id, bytes: await compileAs(k.source()) });
   }
   return out;
 }
@@ -140,8 +147,12 @@ export class ConfigMapDir implements DirWriter {
 }
 
 interface Present {
+  /** What the file holds now. */
   kind: CompiledKind;
   file: string;
+  /** The module the gateway runs for this file: `kind`, or, while `kind` is refused, the last one that loaded. */
+  inForce: CompiledKind | undefined;
+  /** Since when `inForce` has been in force. */
   since: number;
 }
 
@@ -150,6 +161,9 @@ export class PluginChurn {
   private readonly present = new Map<string, Present>();
   readonly actions: Record<string, number> = {};
   private seq = 0;
+  /** Told when a faulting module is kept in force under refused content, and when that ends (ms it lasted). */
+  onKept: ((what: "kept" | "ended", file: string, ms: number) => void) | undefined;
+  private readonly keptSince = new Map<string, number>();
 
   constructor(
     private readonly writer: DirWriter,
@@ -165,7 +179,11 @@ export class PluginChurn {
 
   /** Since when (Date.now()) each present readiness-breaking plugin has been there. */
   causes(): Array<{ what: string; since: number }> {
-    return [...this.present.values()].filter((p) => p.kind.cause).map((p) => ({ what: `plugin:${p.kind.id}`, since: p.since }));
+    return this.inForceCauses().map((p) => ({ what: `plugin:${p.inForce!.id}${p.inForce === p.kind ? "" : ` (kept; file now ${p.kind.id})`}`, since: p.since }));
+  }
+
+  private inForceCauses(): Present[] {
+    return [...this.present.values()].filter((p) => p.inForce?.cause);
   }
 
   private count(a: string): void {
@@ -173,19 +191,19 @@ export class PluginChurn {
   }
 
   private families(): Set<string> {
-    return new Set([...this.present.values()].map((p) => p.kind.family));
+    return new Set([...this.present.values()].flatMap((p) => [p.kind.family, ...(p.inForce ? [p.inForce.family] : [])]));
   }
 
   /** One change. `now` is Date.now(). */
   step(now: number): string {
-    const causes = [...this.present.values()].filter((p) => p.kind.cause);
+    const causes = this.inForceCauses();
     // A readiness-breaking plugin stays a while, then goes (removed or replaced by a good one).
     const overdue = causes.find((p) => now - p.since > this.rng.between(5_000, 20_000));
     if (overdue) {
-      if (this.rng.chance(0.5)) return this.remove(overdue, "remove-hostile");
+      if (this.rng.chance(0.5)) return this.remove(overdue, "remove-hostile", now);
       const good = this.kinds.find((k) => k.id === "soak-pass-1")!;
       if (!this.families().has("soak-pass")) return this.replace(overdue, good, now, "replace-hostile");
-      return this.remove(overdue, "remove-hostile");
+      return this.remove(overdue, "remove-hostile", now);
     }
     const r = this.rng.next();
     if (r < 0.15) {
@@ -196,7 +214,7 @@ export class PluginChurn {
     }
     if (r < 0.35 && this.present.size > 0) {
       const p = this.rng.pick([...this.present.values()]);
-      return this.remove(p, p.kind.cause ? "remove-hostile" : "remove");
+      return this.remove(p, p.inForce?.cause ? "remove-hostile" : "remove", now);
     }
     if (r < 0.55 && this.present.size > 0) {
       const p = this.rng.pick([...this.present.values()]);
@@ -212,13 +230,21 @@ export class PluginChurn {
     const k = this.rng.pick(options);
     const file = `x${this.seq++}-${k.id}.wasm`;
     this.writer.put(file, k.bytes);
-    this.present.set(file, { kind: k, file, since: now });
+    this.present.set(file, { kind: k, file, inForce: k.refused ? undefined : k, since: now });
     const a = k.cause ? "add-hostile" : k.id.startsWith("soak-") ? "add" : "add-refused";
     this.count(a);
     return a;
   }
 
-  private remove(p: Present, action: string): string {
+  private keptEnds(file: string, now: number): void {
+    const since = this.keptSince.get(file);
+    if (since === undefined) return;
+    this.keptSince.delete(file);
+    this.onKept?.("ended", file, now - since);
+  }
+
+  private remove(p: Present, action: string, now: number): string {
+    this.keptEnds(p.file, now);
     this.writer.remove(p.file);
     this.present.delete(p.file);
     this.count(action);
@@ -227,7 +253,17 @@ export class PluginChurn {
 
   private replace(p: Present, k: CompiledKind, now: number, action: string): string {
     this.writer.put(p.file, k.bytes);
-    this.present.set(p.file, { kind: k, file: p.file, since: k.cause ? now : p.since });
+    // Refused content leaves the file's last good module (and its cause, since when it came) in force.
+    if (k.refused) this.present.set(p.file, { ...p, kind: k });
+    else this.present.set(p.file, { kind: k, file: p.file, inForce: k, since: k.cause ? now : p.since });
+    // Named apart in the report: the node stays not ready through this "replacement".
+    if (k.refused && p.inForce?.cause) {
+      action = "replace-hostile-kept";
+      if (!this.keptSince.has(p.file)) {
+        this.keptSince.set(p.file, now);
+        this.onKept?.("kept", p.file, 0);
+      }
+    } else if (!k.refused) this.keptEnds(p.file, now);
     this.count(action);
     return action;
   }

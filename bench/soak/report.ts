@@ -33,7 +33,7 @@ export interface GatewayReport {
   fds: { start: number; end: number; max: number; slopePerHour: number };
   threads: { start: number; end: number; max: number };
   children: { max: number; end: number };
-  readiness: { checked: number; ready: number; notReady: number; violations: number; examples: ReadinessViolation[]; stuck: number; stuckEpisodes: Array<{ clearedAt: number; observer: string }>; detectionMs: Record<string, { n: number; p50: number; p99: number; max: number }>; recoveryMs: { n: number; p50: number; max: number } };
+  readiness: { checked: number; ready: number; notReady: number; violations: number; examples: ReadinessViolation[]; stuck: number; stuckEpisodes: Array<{ clearedAt: number; observer: string; lastCauses: string[] }>; detectionMs: Record<string, { n: number; p50: number; p99: number; max: number }>; recoveryMs: { n: number; p50: number; max: number } };
   samples: ProcSample[];
   probeLatency: WindowStat[];
 }
@@ -225,6 +225,7 @@ export function renderMarkdown(r: SoakReport): string {
   const ex = [
     ...r.requestExamples.slice(0, 10).map((e) => `- request ${e.kind} at +${(e.at / 1000).toFixed(0)} s: ${e.outcome} — ${e.detail}`),
     ...r.gateways.flatMap((g) => g.readiness.examples.slice(0, 5).map((v) => `- ${g.name}: ready on ${v.observer} at +${(v.at / 1000).toFixed(0)} s, ${v.cause} for ${v.afterMs} ms`)),
+    ...r.gateways.flatMap((g) => (g.readiness.stuckEpisodes ?? []).slice(0, 5).map((e) => `- ${g.name}: still not ready on ${e.observer} ${r.bounds.recoverMs} ms after every fault had gone at +${(e.clearedAt / 1000).toFixed(0)} s (last in force: ${(e.lastCauses ?? []).join(", ") || "n/a"})`)),
     ...r.fuzz.violations.slice(0, 10).map((v) => `- fuzz ${v.kind} ${v.what}: ${v.detail}`),
     ...(r.healthAnswers?.violations ?? []).slice(0, 10).map((v) => `- health +${(v.at / 1000).toFixed(1)}s ${v.rpc}: ${v.what} (${v.detail})`),
     ...r.gateways.flatMap((g) => g.crashes.map((c) => `- ${g.name} crashed at +${(c.at / 1000).toFixed(0)} s (${c.code ?? c.signal}): ${c.tail.split("\n").slice(-3).join(" | ")}`)),

@@ -3,6 +3,7 @@
 // bench/soak/README.md.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -128,6 +129,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   const dirB = new ConfigMapDir(path.join(work, "plugins-b"));
   const churnA = new PluginChurn(dirA, bundled, kinds, rng);
   const churnB = new PluginChurn(dirB, bundled, kinds, rng);
+  for (const [name, c] of [["node", churnA], ["gateway", churnB]] as const) {
+    c.onKept = (what, file, ms) => log(what === "kept" ? `${name}: ${file} overwritten with refused content; its faulting module stays in force` : `${name}: ${file}: the kept faulting module left after ${(ms / 1000).toFixed(1)} s`);
+  }
 
   // The fake upstream driver (gateway mode), restarted after every kill.
   const driverSocket = path.join(work, "driver.sock");
@@ -198,6 +202,18 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     oracle: new ReadinessOracle("gateway", bounds, t0),
     causes: (obs) => (probeObservers.has(obs) ? upstreamCauses() : [...lnetCauses(), ...churnB.causes()]),
   };
+  // A stuck episode: log what the gateway itself says is failing, so the episode can be explained.
+  for (const t of [targetA, targetB]) {
+    t.oracle.onStuck = (observer) => {
+      const req = http.get({ host: "127.0.0.1", port: t.proc.port, path: "/readyz?verbose", agent: false, timeout: 5_000 }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (body += c));
+        res.on("end", () => log(`${t.proc.spec.name} stuck not ready (${observer}); /readyz?verbose says:\n${body.split("\n").filter((l) => !l.includes("[+]")).join("\n").slice(0, 4000)}`));
+      });
+      req.on("error", (e) => log(`${t.proc.spec.name} stuck not ready (${observer}); /readyz?verbose failed: ${e.message}`));
+    };
+  }
   const noteAll = () => {
     const now = Date.now();
     targetA.oracle.note(targetA.causes("probe-unix"), now);

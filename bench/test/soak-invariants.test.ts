@@ -1,7 +1,12 @@
 // The soak's judges on their own: the readiness oracle, the deadline
 // classification and the slope, fed with hand-made histories.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { HealthOracle, ReadinessOracle } from "../soak/oracle.js";
+import { PlainDir, PluginChurn, type CompiledKind } from "../soak/plugin-churn.js";
+import { Rng } from "../soak/rng.js";
 import { Recorder } from "../soak/recorder.js";
 import { theilSen, windowMinima } from "../soak/stats.js";
 
@@ -120,5 +125,75 @@ describe("storage/volume health oracle", () => {
     o.storage(51_000, [{ status: "STORAGE_DEGRADED", reason: "LnetNiDegraded" }], { state: "healthy", since: 30_000 }, 0, 30_000);
     expect(o.violationCount).toBe(5);
     expect(o.seen["STORAGE_UNREACHABLE/Evicted"]).toBe(2);
+  });
+});
+
+/** Hands PluginChurn the draws a test scripts, so each step takes a known branch. */
+class ScriptedRng extends Rng {
+  constructor(readonly draws: number[]) {
+    super(1);
+  }
+  override next(): number {
+    const d = this.draws.shift();
+    if (d === undefined) throw new Error("the script ran out of draws");
+    return d;
+  }
+}
+
+describe("plugin churn: what the oracle counts as in force", () => {
+  const kind = (id: string, cause: boolean, refused: boolean): CompiledKind => ({ id, cause, refused, family: id, bytes: new Uint8Array([0, 97, 115, 109, id.length]) });
+  const kinds = [kind("trap", true, false), kind("wasi", false, true), kind("soak-pass-1", false, false)];
+
+  it("keeps a faulting plugin's cause, and its start, while its file holds content the gateway refuses", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "soak-churn-"));
+    try {
+      // add: r ≥ 0.55, a cause allowed, the first option (trap)
+      const rng = new ScriptedRng([0.9, 0, 0]);
+      const churn = new PluginChurn(new PlainDir(dir), new Map(), kinds, rng);
+      const told: string[] = [];
+      churn.onKept = (what, file, ms) => told.push(`${what} ${file} ${ms}`);
+      expect(churn.step(0)).toBe("add-hostile");
+      expect(churn.causes()).toEqual([{ what: "plugin:trap", since: 0 }]);
+      // not overdue (19.9 s), replace (0.35 ≤ r < 0.55) the trap with the first option left: wasi, refused at load
+      rng.draws.push(0.99, 0.45, 0, 0);
+      expect(churn.step(1_000)).toBe("replace-hostile-kept");
+      expect(fs.readFileSync(path.join(dir, "x0-trap.wasm"))).toEqual(Buffer.from(kinds[1].bytes));
+      expect(churn.causes()).toEqual([{ what: "plugin:trap (kept; file now wasi)", since: 0 }]);
+      // overdue (5 s), removed: only now is the cause gone
+      rng.draws.push(0, 0);
+      expect(churn.step(25_000)).toBe("remove-hostile");
+      expect(churn.causes()).toEqual([]);
+      expect(told).toEqual(["kept x0-trap.wasm 0", "ended x0-trap.wasm 24000"]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("ends the cause when the file's new content loads", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "soak-churn-"));
+    try {
+      const rng = new ScriptedRng([0.9, 0, 0]);
+      const churn = new PluginChurn(new PlainDir(dir), new Map(), kinds, rng);
+      churn.step(0);
+      // replace with the second option left: soak-pass-1, which loads
+      rng.draws.push(0.99, 0.45, 0, 0.9);
+      expect(churn.step(1_000)).toBe("replace");
+      expect(churn.causes()).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("readiness oracle: stuck episodes", () => {
+  it("names what had been in force before the all-clear", () => {
+    const o = new ReadinessOracle("t", bounds, 0);
+    const seen: string[] = [];
+    o.onStuck = (obs) => seen.push(obs);
+    o.note([{ what: "plugin:trap", since: 0 }, { what: "lnet:broken", since: 100 }], 100);
+    o.note([], 5_000);
+    o.observe("readyz", 26_000, false, []);
+    expect(o.stuckEpisodes).toEqual([{ clearedAt: 5_000, observer: "readyz", lastCauses: ["plugin:trap", "lnet:broken"] }]);
+    expect(seen).toEqual(["readyz"]);
   });
 });
