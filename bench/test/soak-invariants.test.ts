@@ -9,6 +9,7 @@ import { PlainDir, PluginChurn, type CompiledKind } from "../soak/plugin-churn.j
 import { Rng } from "../soak/rng.js";
 import { Recorder } from "../soak/recorder.js";
 import { theilSen, windowMinima } from "../soak/stats.js";
+import { slopeFitFrom } from "../soak/report.js";
 
 const bounds = { checkMs: 10_000, upstreamMs: 3_000, recoverMs: 20_000 };
 
@@ -195,5 +196,33 @@ describe("readiness oracle: stuck episodes", () => {
     o.observe("readyz", 26_000, false, []);
     expect(o.stuckEpisodes).toEqual([{ clearedAt: 5_000, observer: "readyz", lastCauses: ["plugin:trap", "lnet:broken"] }]);
     expect(seen).toEqual(["readyz"]);
+  });
+});
+
+describe("the memory slope's fit window", () => {
+  const o = { floodEveryMs: 4 * 60_000, floodMs: 8_000 };
+  const min = 60_000;
+
+  it("starts once every flood kind has run, when that leaves half of the run", () => {
+    // Floods at 2, 6, 10 and 14 min: the fourth kind's first one ends at 14 min 8 s.
+    expect(slopeFitFrom(o, 4, 30 * min).fromMs).toBe(14 * min + 8_000);
+    expect(slopeFitFrom(o, 4, 60 * min).fromMs).toBe(14 * min + 8_000);
+    expect(slopeFitFrom(o, 4, 30 * min).label).toContain("every flood kind");
+  });
+
+  it("fits the last 80% of a run too short for that", () => {
+    expect(slopeFitFrom(o, 4, 10 * min)).toEqual({ fromMs: 2 * min, label: "last 80%" });
+    expect(slopeFitFrom(o, 4, 28 * min).fromMs).toBeCloseTo(0.2 * 28 * min);
+  });
+
+  it("reads a first-flood step as a plateau and steady growth as growth", () => {
+    // RSS minima each 30 s over 30 min: a 17 MiB step at the first PING flood (6 min), flat after.
+    const step = Array.from({ length: 60 }, (_, i) => [i * 30_000, i * 30_000 < 6 * min ? 70 : 87] as const);
+    const from = slopeFitFrom(o, 4, 30 * min).fromMs;
+    const fitted = step.filter(([t]) => t >= from);
+    expect(theilSen(fitted.map(([t]) => t / 3_600_000), fitted.map(([, v]) => v))).toBe(0);
+    // A leak of 20 MiB/h still shows over the same window.
+    const leak = fitted.map(([t, v]) => [t, v + (20 * t) / 3_600_000] as const);
+    expect(theilSen(leak.map(([t]) => t / 3_600_000), leak.map(([, v]) => v))).toBeCloseTo(20, 5);
   });
 });
