@@ -24,7 +24,7 @@ const OUT = join(OUT_DIR, "probegate-spawner");
 const STAMP = `${OUT}.hash`;
 // Hardening as Debian builds it; the program is small, none of this costs anything measurable.
 const FLAGS = [
-  "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
+  "-std=c11", "-O2", "-Wall", "-Wextra",
   "-fstack-protector-strong", "-D_FORTIFY_SOURCE=2", "-fPIE", "-pie", "-Wl,-z,relro,-z,now",
 ];
 
@@ -49,8 +49,10 @@ const tmp = `${OUT}.${process.pid}.tmp`;
 const r = spawnSync(cc, [...FLAGS, "-o", tmp, SRC], { stdio: "inherit" });
 if (r.status !== 0) {
   rmSync(tmp, { force: true });
-  console.error(`native: ${cc} failed to compile ${SRC}`);
-  process.exit(1);
+  rmSync(OUT, { force: true });
+  // A platform this C does not suit (no pipe2, no posix_spawn) still builds and runs, without the spawner.
+  console.log(`native: ${cc} could not compile ${SRC}: the command spawner is not built; the gateway starts source commands itself`);
+  process.exit(0);
 }
 renameSync(tmp, OUT);
 writeFileSync(STAMP, hash);

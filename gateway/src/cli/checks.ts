@@ -86,6 +86,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       commandPrefix: cfg.commandPrefix,
       execInProcess: cfg.execInProcess,
       statfsBoundMs: cfg.statfsTimeoutMs,
+      commandSpawner: cfg.commandSpawner,
       env: host.env,
       logger,
       metrics,
