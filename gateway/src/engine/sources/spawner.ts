@@ -116,6 +116,10 @@ export class CommandSpawner {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private inbuf: Buffer = Buffer.alloc(0);
+  private parts: Buffer[] = [];
+  private buffered = 0;
+  /** Bytes needed before the next frame can be complete. */
+  private awaiting = 0;
   private failures = 0;
   private notBefore = 0;
   private fallback: string | undefined;
@@ -214,6 +218,9 @@ export class CommandSpawner {
     this.starts++;
     this.child = child;
     this.inbuf = Buffer.alloc(0);
+    this.parts = [];
+    this.buffered = 0;
+    this.awaiting = 0;
     // Never what keeps the gateway's process alive: a pending request's watchdog does that.
     child.unref();
     (child.stdout as unknown as { unref?: () => void } | null)?.unref?.();
@@ -271,7 +278,15 @@ export class CommandSpawner {
   }
 
   private onData(child: ChildProcess, chunk: Buffer): void {
-    this.inbuf = this.inbuf.length === 0 ? chunk : Buffer.concat([this.inbuf, chunk]);
+    // A reply of megabytes arrives in 64 KiB reads: gather them and join once
+    // the frame is complete, not on every read (quadratic copying).
+    this.parts.push(chunk);
+    this.buffered += chunk.length;
+    if (this.buffered < this.awaiting) return;
+    this.inbuf = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.buffered);
+    this.parts = [];
+    this.buffered = 0;
+    this.awaiting = 0;
     let off = 0;
     while (this.inbuf.length - off >= 4) {
       const len = this.inbuf.readUInt32LE(off);
@@ -283,7 +298,13 @@ export class CommandSpawner {
         return;
       }
     }
-    this.inbuf = off === this.inbuf.length ? Buffer.alloc(0) : this.inbuf.subarray(off);
+    if (off < this.inbuf.length) {
+      const rest = this.inbuf.subarray(off);
+      this.parts = [rest];
+      this.buffered = rest.length;
+      this.awaiting = rest.length >= 4 ? 4 + rest.readUInt32LE(0) : 4;
+    }
+    this.inbuf = Buffer.alloc(0);
   }
 
   private onFrame(f: Buffer): boolean {
