@@ -23,6 +23,7 @@
  * Protocol (stdin requests, stdout replies), every integer u32 little-endian,
  * every frame prefixed with the length of what follows it:
  *   run   : 1, id, timeout_ms, cap, argc, envc, str path, str argv[argc], str env[envc]
+ *           (timeout_ms 0xffffffff: none; the gateway bounds its wait itself)
  *           (str = u32 length + bytes, no NUL)
  *   kill  : 2, id
  *   ->started: 1, id, pid
@@ -323,7 +324,9 @@ static void handle_run(struct reader *r) {
   j->id = id;
   j->pid = pid;
   j->cap = cap;
-  j->deadline = now_ms() + timeout;
+  /* No deadline: a statfs stuck in the kernel cannot be killed anyway; it
+     stays one slot here until its call returns. */
+  j->deadline = timeout == UINT32_MAX ? INT64_MAX : now_ms() + timeout;
   j->out.fd = out[0];
   j->err.fd = err[0];
   if (njobs == jobs_cap) {

@@ -4,12 +4,13 @@
 // must do (group kills, large output, argv0 and environment). Real processes.
 
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCommand, type CommandResult, type CommandSpec } from "../src/engine/sources/run-command.js";
 import { CommandSpawner, defaultSpawnerPath } from "../src/engine/sources/spawner.js";
+import { StatfsProber } from "../src/engine/sources/statfs.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { untilReadyz } from "./helpers/readyz.js";
@@ -165,6 +166,38 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
     chmodSync(noShebang, 0o755);
     const r = await runCommand(spec([noShebang], { spawner: s }));
     expect(r).toMatchObject({ ok: false, stdout: "", error: `ENOEXEC: cannot run ${noShebang}: spawn ${noShebang} ENOEXEC` });
+  });
+
+  it("runs statfs probes: a hung one is reported, kept (never killed, never started twice) and answers when it returns", async () => {
+    const s = newSpawner();
+    const bin = join(dir, "bin");
+    const log = join(dir, "stat.log");
+    const hang = join(dir, "hang");
+    mkdirSync(bin);
+    // The fake stat records who started it; it hangs on the path /hung while the file exists.
+    writeFileSync(join(bin, "stat"), `#!/bin/sh\necho "$(cat /proc/$PPID/comm) $5" >> '${log}'\nif [ "$5" = /hung ]; then while [ -e '${hang}' ]; do sleep 0.05; done; fi\necho bd00bd0\n`);
+    chmodSync(join(bin, "stat"), 0o755);
+    writeFileSync(hang, "");
+    const prober = new StatfsProber({
+      boundMs: 300,
+      intervalMs: 0,
+      maxOutstanding: 8,
+      prefix: async () => ({ ok: true, argv: [] }),
+      env: { PATH: `${bin}:${process.env.PATH}` },
+      mountTable: async () => undefined,
+      spawner: s,
+    });
+    expect(await prober.probe("/hung")).toMatchObject({ kind: "hung" });
+    expect(await prober.probe("/fine")).toEqual({ kind: "ok", fsType: "bd00bd0", access: "rw" });
+    expect(await prober.probe("/hung")).toMatchObject({ kind: "hung" });
+    expect(prober.count()).toBe(1);
+    const lines = readFileSync(log, "utf8").trim().split("\n");
+    expect(lines.filter((l) => l.endsWith(" /hung"))).toHaveLength(1);
+    for (const l of lines) expect(l).toMatch(/^probegate-spaw/);
+    rmSync(hang);
+    await until("the hung probe to return", () => prober.count() === 0);
+    expect(await prober.probe("/hung")).toEqual({ kind: "ok", fsType: "bd00bd0", access: "rw" });
+    await prober.stop();
   });
 
   it("runs commands in / (the spawner's cwd, whatever the gateway's)", async () => {

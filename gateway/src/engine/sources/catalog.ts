@@ -303,6 +303,7 @@ export class SourceCatalog {
       maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
       intervalMs: opts.statfsIntervalMs ?? STATFS_DEFAULTS.intervalMs,
       env: ctx.env,
+      ...(ctx.spawner ? { spawner: ctx.spawner } : {}),
       prefix: async () => {
         if (!namespace) return { ok: true, argv: ctx.commandPrefix };
         const ns = await namespace.prefix();

@@ -43,7 +43,8 @@ export interface SpawnRequest {
   /** argv[0] is what the command sees as its name. */
   argv: readonly string[];
   env: NodeJS.ProcessEnv;
-  timeoutMs: number;
+  /** Killed (group) after this long; undefined: never (a statfs probe, whose hang the caller bounds and reports itself). */
+  timeoutMs: number | undefined;
   maxOutputBytes: number;
 }
 
@@ -69,6 +70,9 @@ const REQ_KILL = 2;
 const REP_STARTED = 1;
 const REP_DONE = 2;
 const PIPE_DRAIN_GRACE_MS = 1000;
+const NO_TIMEOUT = 0xffff_ffff;
+// setTimeout's longest delay; a longer one would fire at once.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const BACKOFF_BASE_MS = 250;
 const BACKOFF_MAX_MS = 30_000;
 
@@ -93,7 +97,7 @@ interface Pending {
   resolve(run: SpawnedRun): void;
   reject(err: Error): void;
   pid: number | undefined;
-  watchdog: NodeJS.Timeout;
+  watchdog: NodeJS.Timeout | undefined;
 }
 
 function u32(n: number): Buffer {
@@ -169,7 +173,7 @@ export class CommandSpawner {
     const parts: Buffer[] = [
       u32(REQ_RUN),
       u32(id),
-      u32(Math.min(Math.max(0, Math.ceil(req.timeoutMs)), 0xffff_ffff)),
+      u32(req.timeoutMs === undefined ? NO_TIMEOUT : Math.min(Math.max(0, Math.ceil(req.timeoutMs)), NO_TIMEOUT - 1)),
       u32(Math.min(Math.max(0, req.maxOutputBytes), 0xffff_ffff)),
       u32(req.argv.length),
       u32(env.length),
@@ -182,10 +186,15 @@ export class CommandSpawner {
       // The spawner enforces the timeout itself; this only catches a spawner
       // that stopped answering (wedged, stopped, starved), which is then
       // replaced, and the request fails instead of waiting for ever.
-      const watchdog = setTimeout(() => {
-        this.logger?.warn({ spawnerPid: child.pid, timeoutMs: req.timeoutMs }, "command spawner did not answer in time: killing and restarting it");
-        this.kill(child, "did not answer in time");
-      }, req.timeoutMs + PIPE_DRAIN_GRACE_MS + this.marginMs);
+      // Without a timeout there is nothing to hold the spawner to; its death
+      // still fails the request, and other requests' watchdogs catch a wedge.
+      const watchdog =
+        req.timeoutMs === undefined
+          ? undefined
+          : setTimeout(() => {
+              this.logger?.warn({ spawnerPid: child.pid, timeoutMs: req.timeoutMs }, "command spawner did not answer in time: killing and restarting it");
+              this.kill(child, "did not answer in time");
+            }, Math.min(MAX_TIMER_MS, req.timeoutMs + PIPE_DRAIN_GRACE_MS + this.marginMs));
       this.pending.set(id, { resolve, reject, pid: undefined, watchdog });
     });
     child.stdin.write(Buffer.concat([u32(body.length), body]));
