@@ -96,6 +96,19 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
     expect(s.fallbackReason).toBeUndefined();
   });
 
+  it("kills and replaces a spawner that stops answering (the command fails, never passes)", async () => {
+    const s = new CommandSpawner({ ...(SPAWNER ? { path: SPAWNER } : {}), watchdogMarginMs: 200 });
+    spawners.push(s);
+    s.warm();
+    const wedged = s.pid!;
+    process.kill(wedged, "SIGSTOP");
+    const r = await runCommand(spec(["echo", "never"], { spawner: s, timeoutMs: 300 }));
+    expect(r).toMatchObject({ ok: false, outcome: "error", error: "EIO: cannot run echo: command spawner did not answer in time" });
+    await until("the wedged spawner to be gone", () => !isAlive(wedged));
+    expect(await runCommand(spec(["echo", "next"], { spawner: s }))).toMatchObject({ ok: true, stdout: "next\n" });
+    expect(s.pid).not.toBe(wedged);
+  });
+
   it("kills the group of a command whose spawner died (nothing it started outlives it)", async () => {
     const s = newSpawner();
     const hung = runCommand(spec(forkingTool("setInterval(() => {}, 1000)"), { spawner: s }));
