@@ -4,7 +4,7 @@
 // must do (group kills, large output, argv0 and environment). Real processes.
 
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -72,6 +72,23 @@ function forkingTool(tail: string): string[] {
     require("node:fs").writeFileSync(${JSON.stringify(pids)}, process.pid + " " + g.pid);
     ${tail}`;
   return [process.execPath, "-e", code];
+}
+
+/** Live children of a process, with their command names (from /proc). */
+function childrenOf(ppid: number): Array<{ pid: number; comm: string }> {
+  const out: Array<{ pid: number; comm: string }> = [];
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      const fields = stat.slice(close + 2).split(" ");
+      if (Number(fields[1]) === ppid && fields[0] !== "Z") out.push({ pid: Number(e), comm: stat.slice(stat.indexOf("(") + 1, close) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }
 
 const readPids = (): number[] => readFileSync(join(dir, "pids"), "utf8").split(" ").map(Number);
@@ -307,4 +324,16 @@ describe.skipIf(SPAWNER === undefined)("a running gateway", () => {
       await untilReadyz(gw, (r) => /\[\+\]lnet-nets ok/.test(r.text), "lnet-nets passing on the real tool's output");
     });
   }
+
+  it("ends the spawner and the commands it runs when the gateway is killed", async () => {
+    node = fakeLnet({ base: "healthy", netShow: { out: "net:\n", delayMs: 600_000 } });
+    gw = await startGatewayProcess(
+      [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", `--plugins-dir=${join(ROOT, "dist", "plugins")}`],
+      { env: node.env },
+    );
+    const spawner = await until("the spawner", () => childrenOf(gw!.child.pid!).find((c) => c.comm.startsWith("probegate-spaw")));
+    const hanging = await until("the hanging lnetctl", () => childrenOf(spawner.pid)[0]);
+    await gw.stop("SIGKILL");
+    await until("the spawner and the command to be gone", () => !isAlive(spawner.pid) && !isAlive(hanging.pid));
+  });
 });
