@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCommand, type CommandResult, type CommandSpec } from "../src/engine/sources/run-command.js";
 import { CommandSpawner, defaultSpawnerPath } from "../src/engine/sources/spawner.js";
@@ -148,7 +149,9 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
     const broken = join(dir, "broken-spawner");
     writeFileSync(broken, "#!/bin/sh\nexit 7\n");
     chmodSync(broken, 0o755);
-    const s = new CommandSpawner({ path: broken, maxFailures: 2 });
+    const lines: Array<{ level: number; msg: string; reason?: string }> = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const s = new CommandSpawner({ path: broken, maxFailures: 2, logger });
     spawners.push(s);
     const results: CommandResult[] = [];
     // Each request either fails with the spawner's death or, while it backs off, runs directly.
@@ -159,6 +162,12 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
     expect(s.fallbackReason).toMatch(/failed 2 times in a row \(last: (exited with status 7|request pipe failed)\)/);
     for (const r of results) if (!r.ok) expect(r.error).toMatch(/^EIO: cannot run echo: command spawner /);
     expect(await runCommand(spec(["echo", "after"], { spawner: s }))).toMatchObject({ ok: true, stdout: "after\n" });
+    expect(await runCommand(spec(["echo", "again"], { spawner: s }))).toMatchObject({ ok: true, stdout: "again\n" });
+    // Said once, at warn, with what it costs.
+    const notUsed = lines.filter((l) => l.msg.startsWith("command spawner not used"));
+    expect(notUsed).toHaveLength(1);
+    expect(notUsed[0]).toMatchObject({ level: 40, reason: expect.stringMatching(/failed 2 times/) });
+    expect(notUsed[0]!.msg).toMatch(/each costing a fork of the gateway/);
   });
 
   it("does not let a hanging command delay another", async () => {
