@@ -219,7 +219,10 @@ export class CommandSpawner {
     if (Date.now() < this.notBefore) return undefined;
     let child: ChildProcess;
     try {
-      child = spawn(this.path, [], { stdio: ["pipe", "pipe", "ignore"], cwd: "/", env: {}, shell: false });
+      // Its own session: a Ctrl-C or a `timeout` aimed at the gateway's process
+      // group must not kill it under the commands in flight. It lives exactly as
+      // long as its request pipe (the gateway gone: it ends its commands and exits).
+      child = spawn(this.path, [], { stdio: ["pipe", "pipe", "ignore"], cwd: "/", env: {}, shell: false, detached: true });
     } catch (err) {
       this.failed(`cannot start: ${(err as Error).message}`);
       return undefined;
