@@ -2,6 +2,9 @@
 // Each child leads its own process group (detached) so a timeout or an output
 // overrun can SIGKILL the command *and* anything it forked; otherwise a hung
 // `lnetctl ping` helper could outlive the gateway's interest in it.
+// With a command spawner (spawner.ts) the spawner starts the command and does
+// the same; the result is composed here from what it reports, so both paths
+// give the same CommandResult and the same texts.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
