@@ -293,6 +293,13 @@ describe.each(PATHS)("commands ($path)", (mode) => {
     expect(JSON.parse(r.stdout)).toEqual({ argv0: "node", env });
   });
 
+  it("refuses a NUL byte in an argument or the environment with the same text (never passes it cut short)", async () => {
+    const arg = await runCommand(spec(["echo", "a\0b"], { spawner: mode.make() }));
+    expect(arg).toMatchObject({ ok: false, outcome: "error", error: expect.stringMatching(/^ERR_INVALID_ARG_VALUE: cannot run echo: .*null bytes/) });
+    const env = await runCommand(spec(["echo", "x"], { env: { PATH: process.env.PATH!, BAD: "a\0b" }, spawner: mode.make() }));
+    expect(env).toMatchObject({ ok: false, outcome: "error", error: expect.stringMatching(/^ERR_INVALID_ARG_VALUE: cannot run echo: .*null bytes/) });
+  });
+
   it("reports a program that cannot be started with the same text", async () => {
     const noInterpreter = join(dir, "tool");
     writeFileSync(noInterpreter, "#!/nonexistent/interpreter\n");

@@ -165,11 +165,14 @@ export class CommandSpawner {
    * then spawns it directly, which works, only at the cost of a fork.
    */
   submit(req: SpawnRequest): SpawnHandle | undefined {
+    const env = Object.entries(req.env).filter((e): e is [string, string] => e[1] !== undefined);
+    // C strings end at a NUL: such an argument would reach the command cut
+    // short. Node's spawn refuses it with its own error, so it goes there.
+    if (hasNul(req.path) || req.argv.some(hasNul) || env.some(([k, v]) => hasNul(k) || hasNul(v))) return undefined;
     const child = this.ensure();
     if (!child?.stdin) return undefined;
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffff_fff0 ? 1 : this.nextId + 1;
-    const env = Object.entries(req.env).filter((e): e is [string, string] => e[1] !== undefined);
     const parts: Buffer[] = [
       u32(REQ_RUN),
       u32(id),
@@ -358,6 +361,8 @@ export class CommandSpawner {
     return true;
   }
 }
+
+const hasNul = (s: string): boolean => s.includes("\0");
 
 function killGroup(pid: number): void {
   try {
