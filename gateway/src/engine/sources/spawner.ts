@@ -71,6 +71,7 @@ const REP_STARTED = 1;
 const REP_DONE = 2;
 const PIPE_DRAIN_GRACE_MS = 1000;
 const NO_TIMEOUT = 0xffff_ffff;
+const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 // setTimeout's longest delay; a longer one would fire at once.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const BACKOFF_BASE_MS = 250;
@@ -185,6 +186,9 @@ export class CommandSpawner {
     for (const a of req.argv) parts.push(...str(a));
     for (const [k, v] of env) parts.push(...str(`${k}=${v}`));
     const body = Buffer.concat(parts);
+    // Past what the spawner reads in one frame (spawner.c MAX_FRAME): far past
+    // what execve takes too, and the direct spawn reports that (E2BIG).
+    if (body.length > MAX_REQUEST_BYTES) return undefined;
     const result = new Promise<SpawnedRun>((resolve, reject) => {
       // The spawner enforces the timeout itself; this only catches a spawner
       // that stopped answering (wedged, stopped, starved), which is then
