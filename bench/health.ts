@@ -347,6 +347,8 @@ export const HEALTH_PLUGINS = ["lustre-imports", "volume-lustre-health"];
 
 export interface RoundOptions extends NodeShape {
   plugins?: "health" | "all";
+  /** More gateway flags, e.g. --command-spawner=off. */
+  args?: string[];
   seconds?: number;
   intervalS?: number;
 }
@@ -367,7 +369,7 @@ export async function roundCost(volumes: number, osts: number, o: RoundOptions =
     fs.mkdirSync(pluginsDir);
     for (const p of HEALTH_PLUGINS) fs.copyFileSync(path.join(root, "dist/plugins", `${p}.wasm`), path.join(pluginsDir, `${p}.wasm`));
   }
-  const gw = await startGateway(node, [`--check-interval=${o.intervalS ?? 5}s`], pluginsDir);
+  const gw = await startGateway(node, [`--check-interval=${o.intervalS ?? 5}s`, ...(o.args ?? [])], pluginsDir);
   try {
     const rounds = () => metricSum(gw.http, "probegate_check_runs_total", (l) => l.includes('check="lustre-imports"'));
     // Let the first rounds (discovery, first evaluations, JIT) pass.

@@ -16,7 +16,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import type { ExecResult } from "./load/exec-runner.js";
 import { sleep } from "./lib/net.js";
-import { clockTicks } from "./lib/proc.js";
+import { clockTicks, spawnerCpuSec } from "./lib/proc.js";
 import { type RunningServer, startServer } from "./lib/server.js";
 import type { ServerCtx, ServerTarget } from "./targets.js";
 
@@ -28,7 +28,7 @@ export interface ThreadCounts {
   /** the same, summed over every live thread */
   allSwitches: number;
   threads: number;
-  /** user+sys of waited-for children, seconds (clock-tick resolution) */
+  /** user+sys of waited-for children and of the command spawner with its commands, seconds (clock-tick resolution) */
   childrenSec: number;
 }
 
@@ -54,7 +54,13 @@ export function threadCounts(pid: number): ThreadCounts {
   }
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { cpuNs, mainSwitches: switchesOf(pid, String(pid)), allSwitches: all, threads, childrenSec: (Number(f[13]) + Number(f[14])) / clockTicks() };
+  return {
+    cpuNs,
+    mainSwitches: switchesOf(pid, String(pid)),
+    allSwitches: all,
+    threads,
+    childrenSec: (Number(f[13]) + Number(f[14])) / clockTicks() + spawnerCpuSec(pid),
+  };
 }
 
 export interface WindowCost {

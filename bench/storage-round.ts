@@ -7,6 +7,8 @@
 // Rounds are 1.1 s apart: within the statfs interval (30 s) a healthy path's
 // answer is reused, so the default run gives the steady cost; with
 // STATFS_INTERVAL_MS=0 every round probes every path (what a probe costs).
+// SPAWNER=off starts the commands and probes with a fork of this process each,
+// as --command-spawner=off does; by default they go through the command spawner.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +16,8 @@ import { pino } from "pino";
 import { CheckEngine } from "../gateway/src/engine/engine.js";
 import { createStorageHealth } from "../gateway/src/engine/health/index.js";
 import { SourceCatalog } from "../gateway/src/engine/sources/index.js";
+
+const SPAWNER = process.env.SPAWNER !== "off";
 import { Metrics } from "../gateway/src/observability/metrics.js";
 import { PluginRuntime } from "../gateway/src/runtime/runtime.js";
 
@@ -72,7 +76,7 @@ async function main(): Promise<void> {
     writeFileSync(join(procfs, "1", "mounts"), mounts);
     // STATFS_INTERVAL_MS=0 probes every path every round (the cost of one probe per volume).
     const interval = process.env.STATFS_INTERVAL_MS;
-    const catalog = await SourceCatalog.create({ procfs, sysfs: root, logger, ...(interval ? { statfsIntervalMs: Number(interval) } : {}) });
+    const catalog = await SourceCatalog.create({ procfs, sysfs: root, logger, commandSpawner: SPAWNER, ...(interval ? { statfsIntervalMs: Number(interval) } : {}) });
     const metrics = new Metrics({ processMetrics: false });
     const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger });
     const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
@@ -166,7 +170,7 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
     const capRaisedMiB = listingBytes > cap ? Math.ceil((listingBytes * 1.25) / 1024 / 1024) : 0;
     const defaults = capRaisedMiB ? { defaults: { maxOutputBytes: capRaisedMiB * 1024 * 1024 } } : {};
     const interval = process.env.STATFS_INTERVAL_MS;
-    const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger, ...defaults, ...(interval ? { statfsIntervalMs: Number(interval) } : {}) });
+    const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger, commandSpawner: SPAWNER, ...defaults, ...(interval ? { statfsIntervalMs: Number(interval) } : {}) });
     const metrics = new Metrics({ processMetrics: false });
     const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger });
     const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
@@ -207,6 +211,7 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
     const adverse = health.view.volumes().filter((v) => (v.entries?.length ?? 1) > 0).length + health.view.storage().length;
     const row = {
       mode: "lustre",
+      spawner: catalog.spawner !== undefined && catalog.spawner.fallbackReason === undefined ? "on" : "off",
       volumes: n,
       osts,
       imports: n * (osts + 1),

@@ -17,7 +17,7 @@ export function clockTicks(): number {
 export interface CpuSample {
   /** user+sys of the process itself, seconds (tick resolution, usually 10 ms). */
   self: number;
-  /** user+sys of waited-for children, seconds. */
+  /** user+sys of waited-for children, and of a live command spawner with what it has reaped, seconds. */
   children: number;
   /** Sum of on-CPU time of the live threads from /proc/<pid>/task/<tid>/schedstat, seconds (ns resolution). */
   sched: number;
@@ -47,13 +47,38 @@ function schedSeconds(pid: number | "self"): number {
   return ns / 1e9;
 }
 
+/**
+ * CPU of probegate's command spawner while it runs, seconds: its own user+sys
+ * and that of the commands it has reaped. The commands are its children, not
+ * the gateway's, so the gateway's cutime/cstime hold them only once the
+ * spawner itself has exited and been waited for; "gateway + commands" figures
+ * add this to stay comparable with the direct spawn.
+ */
+export function spawnerCpuSec(pid: number | "self"): number {
+  const parent = pid === "self" ? process.pid : pid;
+  let ticks = 0;
+  for (const e of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const raw = fs.readFileSync(`/proc/${e}/stat`, "utf8");
+      const comm = raw.slice(raw.indexOf("(") + 1, raw.lastIndexOf(")"));
+      const f = raw.slice(raw.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[1]) !== parent || !comm.startsWith("probegate-spaw")) continue;
+      ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    } catch {
+      // gone between readdir and read
+    }
+  }
+  return ticks / clockTicks();
+}
+
 export function cpuSample(pid: number | "self"): CpuSample {
   const f = statFields(pid);
   const hz = clockTicks();
   // stat(5): utime=14 stime=15 cutime=16 cstime=17 (1-based); f[0] is field 3.
   return {
     self: (Number(f[11]) + Number(f[12])) / hz,
-    children: (Number(f[13]) + Number(f[14])) / hz,
+    children: (Number(f[13]) + Number(f[14])) / hz + spawnerCpuSec(pid),
     sched: schedSeconds(pid),
     wall: performance.now() / 1000,
   };

@@ -47,6 +47,9 @@ describe("deploy/Dockerfile", () => {
     // Not dist/gateway/test: the soak compiles test helpers there.
     expect(copies.some((l) => /dist\/gateway(\/test)?\s/.test(l))).toBe(false);
     expect(copies).toContain("COPY --from=build /src/dist/plugins/*.wasm /etc/probegate/plugins/");
+    // The command spawner, built in the build stage (which must have it) and found beside dist/gateway/.
+    expect(stages[0]!.body).toContain("RUN test -x dist/native/probegate-spawner");
+    expect(copies).toContain("COPY --from=build /src/dist/native/probegate-spawner ./dist/native/probegate-spawner");
     expect(stages.find((s) => s.name === "deps")!.body).toContain("RUN npm ci --omit=dev --ignore-scripts");
     // bin/probegate.js loads the bundled CLI from ../dist/gateway/bundle/main.js (gateway/bundle.mjs).
     expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/bundle/main.js");

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { findNewestProcess, parseStat, ProcessNamespace } from "../src/engine/sources/process-namespace.js";
 
@@ -226,5 +227,24 @@ driver.on("spawn", () => fs.writeFileSync(${JSON.stringify(ready)}, String(drive
     const r = await catalog.read("lnetctl.net_show", {});
     expect(r.error).toBeNull();
     expect(r.stdout).toBe("inside the driver namespace: net show\n");
+
+    // The same through the command spawner (nsenter is what it starts), when it is built.
+    if (defaultSpawnerPath() === undefined) return;
+    const viaSpawner = await SourceCatalog.create({
+      procfs: "/proc",
+      sysfs: dir,
+      execInProcess: name,
+      env: { ...process.env, PATH: `${hidden}:${process.env.PATH}` },
+      logger: silent,
+      commandSpawner: true,
+    });
+    try {
+      expect(viaSpawner.spawner?.fallbackReason).toBeUndefined();
+      const s = await viaSpawner.read("lnetctl.net_show", {});
+      expect(s.error).toBeNull();
+      expect(s.stdout).toBe("inside the driver namespace: net show\n");
+    } finally {
+      await viaSpawner.stop();
+    }
   }, 30_000);
 });

@@ -1,5 +1,7 @@
 // Process handling of command sources, through custom sources (--sources)
-// running real Node child processes.
+// running real Node child processes: started directly by the gateway, and
+// again through the command spawner (gateway/native/spawner.c), which must
+// behave the same.
 
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,23 +9,37 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SourceCatalog } from "../src/engine/sources/index.js";
+import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
 
 const silent = pino({ level: "silent" });
 let dir: string;
+let spawner: string | false = false;
+const catalogs: SourceCatalog[] = [];
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "probegate-sources-exec-"));
 });
-afterEach(() => {
+afterEach(async () => {
+  await Promise.all(catalogs.splice(0).map((c) => c.stop()));
   rmSync(dir, { recursive: true, force: true });
 });
+
+const SPAWNER = defaultSpawnerPath();
+const PATHS = [
+  { path: "direct spawn", spawner: false as const, skip: false },
+  // Built by npm run build when a C compiler exists; without one the gateway uses the direct spawn only.
+  { path: "command spawner", spawner: SPAWNER ?? "", skip: SPAWNER === undefined },
+];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function catalogWith(entries: object[], env: NodeJS.ProcessEnv = process.env): Promise<SourceCatalog> {
   const file = join(dir, "sources.yaml");
   writeFileSync(file, JSON.stringify(entries)); // JSON is YAML
-  return SourceCatalog.create({ procfs: dir, sysfs: dir, sourcesFile: file, env, logger: silent });
+  const catalog = await SourceCatalog.create({ procfs: dir, sysfs: dir, sourcesFile: file, env, logger: silent, commandSpawner: spawner });
+  if (spawner) expect(catalog.spawner?.fallbackReason).toBeUndefined();
+  catalogs.push(catalog);
+  return catalog;
 }
 
 function node(name: string, code: string, extra: object = {}): object {
@@ -55,7 +71,12 @@ async function waitUntilDead(pids: number[], deadlineMs = 15_000): Promise<numbe
   return alive;
 }
 
-describe("command execution", () => {
+describe.each(PATHS)("command execution ($path)", (mode) => {
+  beforeEach((ctx) => {
+    if (mode.skip) ctx.skip("dist/native/probegate-spawner is not built (no C compiler)");
+    spawner = mode.spawner;
+  });
+
   it("kills a hanging command and the children it forked at the timeout", async () => {
     const script = join(dir, "hang.mjs");
     const pidFile = join(dir, "pids");

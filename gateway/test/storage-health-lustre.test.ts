@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckEngine } from "../src/engine/engine.js";
 import { createStorageHealth } from "../src/engine/health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
+import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
 import { PluginRuntime } from "../src/runtime/runtime.js";
@@ -27,6 +28,7 @@ while [ -e "$FAKE_STAT_HANG" ]; do sleep 0.05; done
 echo bd00bd0
 `;
 
+const SPAWNER = defaultSpawnerPath();
 const KUBELET = "/var/lib/kubelet";
 const TARGET = `${KUBELET}/pods/p1/volumes/kubernetes.io~csi/pv1/mount`;
 const now = Math.floor(Date.now() / 1000);
@@ -40,7 +42,7 @@ function state(over: Partial<FakeLustreState["filesystems"][number]> = {}): Fake
   };
 }
 
-async function setup(lustre: FakeLustreState = state(), extraPlugins: Record<string, Uint8Array> = {}) {
+async function setup(lustre: FakeLustreState = state(), extraPlugins: Record<string, Uint8Array> = {}, commandSpawner: string | false = false) {
   const n = fakeLustre({ base: "healthy", lustre });
   cleanups.push(() => n.cleanup());
   const mounts = lustre.filesystems.map((f) => `10.0.0.2@tcp:/${f.name} ${f.mountpoint} lustre rw,flock,lazystatfs 0 0\n`).join("");
@@ -54,7 +56,8 @@ async function setup(lustre: FakeLustreState = state(), extraPlugins: Record<str
   const log = join(n.dir, "stat.log");
   const hang = join(n.dir, "stat.hang");
   const env = { ...n.env, FAKE_STAT_LOG: log, FAKE_STAT_HANG: hang };
-  const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env, logger: silentLogger, statfsBoundMs: 2000, statfsIntervalMs: 0 });
+  const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env, logger: silentLogger, statfsBoundMs: 2000, statfsIntervalMs: 0, commandSpawner });
+  if (commandSpawner) expect(catalog.spawner?.fallbackReason).toBeUndefined();
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
   const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
@@ -75,8 +78,13 @@ async function setup(lustre: FakeLustreState = state(), extraPlugins: Record<str
 }
 
 describe("storage and volume health on a fake Lustre client (bundled plugins)", () => {
-  it("healthy, an OST down past the grace, an eviction of the MDT, and a hanging mount", async () => {
-    const s = await setup();
+  // The tools and the statfs probes started directly, and through the command spawner (when built).
+  // Skipped on the spawner path when dist/native/probegate-spawner is not built (no C compiler).
+  for (const { path, spawner } of [
+    { path: "direct spawn", spawner: false as const },
+    { path: "command spawner", spawner: SPAWNER ?? "" },
+  ]) it.skipIf(spawner === "")(`healthy, an OST down past the grace, an eviction of the MDT, and a hanging mount (${path})`, async () => {
+    const s = await setup(state(), {}, spawner);
     expect(s.health.view.hasStorageChecks()).toBe(true);
     expect(s.health.view.storage()).toEqual([]);
     expect(s.health.view.volume("pv1")).toEqual([]);

@@ -52,6 +52,8 @@ export interface Config {
   maxVolumes: number;
   /** --statfs-timeout: a statfs outstanding longer is reported hung. */
   statfsTimeoutMs: number;
+  /** --command-spawner: source commands started by the resident spawner (on) or a fork of the gateway each (off). */
+  commandSpawner: boolean;
   probeReady: ProbeReady;
   demo: string;
   upstream?: Endpoint;
@@ -220,6 +222,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     kubeletDir: flags.get("kubelet-dir"),
     maxVolumes: flags.get("max-volumes"),
     statfsTimeoutMs: flags.get("statfs-timeout"),
+    commandSpawner: flags.get("command-spawner") === "on",
     probeReady,
     demo,
     upstream,

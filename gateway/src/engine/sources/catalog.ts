@@ -10,6 +10,7 @@ import { SingleFlightCache } from "./cache.js";
 import { lustreMountsKey, type KeepWhile } from "./keep-while.js";
 import { ProcessNamespace } from "./process-namespace.js";
 import { CommandTracker, type CommandResult } from "./run-command.js";
+import { CommandSpawner } from "./spawner.js";
 import type { CustomSourceConfig } from "./sources-file.js";
 import { SourcesFileError } from "./sources-file-error.js";
 import { SourcesFileWatcher } from "./sources-watch.js";
@@ -88,6 +89,12 @@ export interface SourceCatalogOptions {
   /** Environment of the commands; PATH lookup uses env.PATH. Default: process.env. */
   env?: NodeJS.ProcessEnv;
   defaults?: Partial<SourceDefaults>;
+  /**
+   * Start the commands through a resident spawner (spawner.ts) instead of a
+   * fork of this process each: true finds the built binary, a string names it.
+   * The spawner is started at once, so create the catalog early. Default off.
+   */
+  commandSpawner?: boolean | string;
   /** volume.statfs: a statfs still running after this long is reported hung (--statfs-timeout). Default 5 s. */
   statfsBoundMs?: number;
   /** volume.statfs: probes outstanding at once, hung ones included. Default 64. */
@@ -286,6 +293,7 @@ export class SourceCatalog {
       env: opts.env ?? process.env,
       commandPrefix: [...(opts.commandPrefix ?? [])],
       commands: new CommandTracker(),
+      ...(opts.commandSpawner ? { spawner: startSpawner(opts) } : {}),
       ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
     };
     let self: SourceCatalog | undefined;
@@ -295,6 +303,7 @@ export class SourceCatalog {
       maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
       intervalMs: opts.statfsIntervalMs ?? STATFS_DEFAULTS.intervalMs,
       env: ctx.env,
+      ...(ctx.spawner ? { spawner: ctx.spawner } : {}),
       prefix: async () => {
         if (!namespace) return { ok: true, argv: ctx.commandPrefix };
         const ns = await namespace.prefix();
@@ -330,6 +339,12 @@ export class SourceCatalog {
     this.watcher?.stop();
     this.watcher = null;
     await Promise.all([this.ctx.commands?.stop(), this.ctx.statfs?.stop()]);
+    this.ctx.spawner?.stop();
+  }
+
+  /** The command spawner, when this catalog was given one (commandSpawner). */
+  get spawner(): CommandSpawner | undefined {
+    return this.ctx.spawner;
   }
 
   /** statfs probes outstanding now, hung ones included (volume.statfs). */
@@ -574,4 +589,13 @@ function immediateFailure(error: string): SourceResult {
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function startSpawner(opts: SourceCatalogOptions): CommandSpawner {
+  const spawner = new CommandSpawner({
+    ...(typeof opts.commandSpawner === "string" ? { path: opts.commandSpawner } : {}),
+    logger: opts.logger.child({ component: "spawner" }),
+  });
+  spawner.warm();
+  return spawner;
 }

@@ -6,6 +6,7 @@ import { access, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
+import type { CommandSpawner } from "./spawner.js";
 import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "./run-command.js";
 import type { KeepWhile } from "./keep-while.js";
 import type { ProcessNamespace } from "./process-namespace.js";
@@ -52,6 +53,8 @@ export interface RunContext {
   namespace?: Pick<ProcessNamespace, "prefix" | "describe" | "procfs" | "name">;
   /** Every command this context runs, so shutdown can end them. */
   commands?: CommandTracker;
+  /** Starts the commands without forking the gateway, when there is one (spawner.ts). */
+  spawner?: CommandSpawner;
   /** The volume.statfs prober (its probes run like the commands: same prefix or namespace). */
   statfs?: StatfsProber;
 }
@@ -125,6 +128,7 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
             maxOutputBytes: spec.maxOutputBytes,
             env: ctx.env,
             ...(ctx.commands ? { tracker: ctx.commands } : {}),
+            ...(ctx.spawner ? { spawner: ctx.spawner } : {}),
           });
         },
       };

@@ -2,10 +2,14 @@
 // Each child leads its own process group (detached) so a timeout or an output
 // overrun can SIGKILL the command *and* anything it forked; otherwise a hung
 // `lnetctl ping` helper could outlive the gateway's interest in it.
+// With a command spawner (spawner.ts) the spawner starts the command and does
+// the same; the result is composed here from what it reports, so both paths
+// give the same CommandResult and the same texts.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 import { resolveProgram } from "./path-lookup.js";
+import type { CommandSpawner, SpawnedRun } from "./spawner.js";
 
 export type Outcome = "ok" | "error" | "timeout" | "truncated";
 
@@ -20,6 +24,8 @@ export interface CommandSpec {
   env: NodeJS.ProcessEnv;
   /** Lets the owner end every command still running (at shutdown) and refuse new ones. */
   tracker?: CommandTracker;
+  /** Starts the command without forking the gateway (spawner.ts); absent, given up on or backing off: a direct spawn. */
+  spawner?: CommandSpawner;
 }
 
 export interface CommandResult {
@@ -100,22 +106,23 @@ function killGroup(child: ChildProcess): void {
  * a refusal instead of starting another command.
  */
 export class CommandTracker {
-  private readonly running = new Map<ChildProcess, Promise<unknown>>();
+  private readonly running = new Map<{ kill(): void }, Promise<unknown>>();
   private closed = false;
 
   get isClosed(): boolean {
     return this.closed;
   }
 
-  track(child: ChildProcess, done: Promise<unknown>): void {
-    this.running.set(child, done);
-    void done.then(() => this.running.delete(child));
+  /** `command.kill()` SIGKILLs the command's group, directly or through the spawner. */
+  track(command: { kill(): void }, done: Promise<unknown>): void {
+    this.running.set(command, done);
+    void done.then(() => this.running.delete(command));
   }
 
   /** Kills every running command's group; resolves once each has been reaped (bounded by the pipe grace). */
   async stop(): Promise<void> {
     this.closed = true;
-    for (const child of this.running.keys()) killGroup(child);
+    for (const command of this.running.keys()) command.kill();
     await Promise.all(this.running.values());
   }
 }
@@ -131,6 +138,24 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
   if (spec.tracker?.isClosed) return failure(`ECANCELED: ${spec.label} not run: the gateway is stopping`);
   const resolved = await resolveProgram(program, spec.env.PATH);
   if (!resolved.ok) return failure(resolved.error);
+
+  const handle = spec.spawner?.submit({
+    path: resolved.path,
+    argv: [program, ...args],
+    env: spec.env,
+    timeoutMs: spec.timeoutMs,
+    maxOutputBytes: spec.maxOutputBytes,
+  });
+  if (handle) {
+    const done = handle.result.then(
+      (run) => spawnedResult(run, spec, program, resolved.path),
+      // The spawner died or stopped answering with this command in flight: its
+      // group has been killed and what it printed is lost, so the run failed.
+      (err: Error) => failure(`EIO: cannot run ${program}: ${err.message}`),
+    );
+    spec.tracker?.track(handle, done);
+    return done;
+  }
 
   let child: ChildProcess;
   try {
@@ -221,8 +246,25 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
     });
     child.on("close", () => finish());
   });
-  spec.tracker?.track(child, result);
+  spec.tracker?.track({ kill: () => killGroup(child) }, result);
   return result;
+}
+
+/** The same result, texts included, as the direct spawn above gives for the same run. */
+function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path: string): CommandResult {
+  if (run.spawnError !== undefined) {
+    // Node's own words for a failed start: "spawn <file> <CODE>".
+    return failure(`${run.spawnError}: cannot run ${program}: spawn ${path} ${run.spawnError}`);
+  }
+  const stdout = decodeUtf8(run.stdout, run.stdoutCut);
+  const stderr = decodeUtf8(run.stderr, run.stderrCut);
+  const truncated = run.stdoutCut || run.stderrCut;
+  const base = { stdout, stderr, truncated };
+  if (run.timedOut) return { ...base, ok: false, exitCode: null, error: timeoutError(spec.label, spec.timeoutMs), outcome: "timeout" };
+  if (truncated) return { ...base, ok: false, exitCode: null, error: overflowError(spec.label, spec.maxOutputBytes), outcome: "truncated" };
+  if (run.exitCode === 0) return { ...base, ok: true, exitCode: 0, error: null, outcome: "ok" };
+  if (run.exitCode !== null) return { ...base, ok: false, exitCode: run.exitCode, error: exitError(run.exitCode), outcome: "error" };
+  return { ...base, ok: false, exitCode: null, error: `killed by ${run.signal ?? "unknown signal"}`, outcome: "error" };
 }
 
 function describeSpawnError(err: unknown, program: string): string {

@@ -11,10 +11,14 @@
 // - a hung child is tracked until it exits, however long that takes, and
 //   counts against a cap on all outstanding probes; past the cap a path is
 //   reported `error EAGAIN` instead of spawning (memory and processes stay bounded).
+// Through the command spawner when there is one (no fork of the gateway per
+// probe); there a hung probe is one idle slot of its poll loop, with no
+// timeout, so it is neither killed early nor able to stall the other commands.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { resolveProgram } from "./path-lookup.js";
+import type { CommandSpawner } from "./spawner.js";
 import type { Produced, SourceDef } from "./definitions.js";
 import { escapeMountField, mountHolding, parseMountTable, type MountEntry } from "./mount-table.js";
 import { volumePathProblem } from "./validate.js";
@@ -43,6 +47,8 @@ export interface StatfsProberOptions {
   mountTable: () => Promise<string | undefined>;
   /** Told each time a probe starts and ends (metrics). */
   onChange?: (outstanding: number) => void;
+  /** Starts the probes without forking the gateway, when it can (spawner.ts). */
+  spawner?: CommandSpawner;
 }
 
 /** strerror texts (LC_ALL=C) of the errors a statfs on a Lustre mount gives, to their names. */
@@ -85,7 +91,8 @@ const OUTPUT_CAP = 4096;
 const MAX_REMEMBERED = 4096;
 
 interface Probe {
-  child: ChildProcess | undefined;
+  /** SIGKILLs the probe's process group, once it has one. */
+  kill: (() => void) | undefined;
   startedAt: number;
   done: Promise<StatfsResult>;
 }
@@ -132,7 +139,7 @@ export class StatfsProber {
   async stop(graceMs = 1000): Promise<void> {
     this.stopped = true;
     const pending = [...this.outstanding.values()];
-    for (const p of pending) killGroup(p.child);
+    for (const p of pending) p.kill?.();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(pending.map((p) => p.done)), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);
@@ -157,7 +164,7 @@ export class StatfsProber {
   }
 
   private start(path: string): Probe {
-    const probe: Probe = { child: undefined, startedAt: performance.now(), done: Promise.resolve({ kind: "error", code: "EIO" }) };
+    const probe: Probe = { kill: undefined, startedAt: performance.now(), done: Promise.resolve({ kind: "error", code: "EIO" }) };
     probe.done = this.run(path, probe).then((r) => {
       if (this.outstanding.get(path) === probe) this.outstanding.delete(path);
       if (r.kind === "ok") this.remember(path, r);
@@ -178,6 +185,21 @@ export class StatfsProber {
     const resolved = await resolveProgram(program!, this.opts.env.PATH);
     if (!resolved.ok) return { kind: "error", code: "ENOEXEC" };
     if (this.stopped) return { kind: "error", code: "ECANCELED" };
+    // English error texts, whatever the node's locale.
+    const env = { ...this.opts.env, LC_ALL: "C" };
+    const handle = this.opts.spawner?.submit({ path: resolved.path, argv: [program!, ...args], env, timeoutMs: undefined, maxOutputBytes: OUTPUT_CAP });
+    if (handle) {
+      probe.kill = handle.kill;
+      return handle.result.then(
+        (run) => {
+          if (run.spawnError !== undefined) return { kind: "error", code: run.spawnError };
+          const out = run.stdout.toString("utf8");
+          return interpret(run.exitCode, out, run.stderr.toString("utf8"));
+        },
+        // The spawner died with the probe in flight: not an answer.
+        () => ({ kind: "error", code: "EIO" }),
+      );
+    }
     let child: ChildProcess;
     try {
       child = spawn(resolved.path, args, {
@@ -186,13 +208,13 @@ export class StatfsProber {
         detached: true,
         stdio: ["ignore", "pipe", "pipe"],
         // English error texts, whatever the node's locale.
-        env: { ...this.opts.env, LC_ALL: "C" },
+        env,
         cwd: "/",
       });
     } catch (err) {
       return { kind: "error", code: (err as NodeJS.ErrnoException).code ?? "EIO" };
     }
-    probe.child = child;
+    probe.kill = () => killGroup(child);
     return new Promise<StatfsResult>((resolve) => {
       let out = "";
       let err = "";
@@ -213,13 +235,18 @@ export class StatfsProber {
       // kernel gets here only when its call returns; until then it stays outstanding.
       child.on("close", (code) => {
         killGroup(child);
-        const type = out.trim().toLowerCase();
-        if (code === 0 && /^[0-9a-f]{1,16}$/.test(type)) resolve({ kind: "ok", fsType: type, access: "rw" });
-        else if (code === 0) resolve({ kind: "error", code: "EBADMSG" });
-        else resolve({ kind: "error", code: errnoFromStderr(err) });
+        resolve(interpret(code, out, err));
       });
     });
   }
+}
+
+/** A finished `stat -f -c %t`: its type in hex, or the errno its message names. */
+function interpret(code: number | null, out: string, err: string): StatfsResult {
+  const type = out.trim().toLowerCase();
+  if (code === 0 && /^[0-9a-f]{1,16}$/.test(type)) return { kind: "ok", fsType: type, access: "rw" };
+  if (code === 0) return { kind: "error", code: "EBADMSG" };
+  return { kind: "error", code: errnoFromStderr(err) };
 }
 
 function killGroup(child: ChildProcess | undefined): void {
