@@ -1,5 +1,7 @@
 // Facts about deploy/Dockerfile that can be checked without a Docker engine.
-import { existsSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DEPLOY, REPO } from "./lib/paths.js";
@@ -13,6 +15,13 @@ for (const l of lines) {
   else stages.at(-1)?.body.push(l);
 }
 const runtime = stages.at(-1)!;
+
+/** `dir/*.ext`-style patterns (a `*` in the last segment only; Node 20 has no fs.globSync). */
+function glob(base: string, pattern: string): string[] {
+  const dir = path.dirname(pattern);
+  const re = new RegExp(`^${path.basename(pattern).replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+  return existsSync(path.join(base, dir)) ? readdirSync(path.join(base, dir)).filter((f) => re.test(f)).map((f) => path.join(dir, f)) : [];
+}
 const pkg = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8"));
 
 describe("deploy/Dockerfile", () => {
@@ -42,6 +51,7 @@ describe("deploy/Dockerfile", () => {
     expect(copies).toContain("COPY --from=deps /src/node_modules ./node_modules");
     expect(copies).toContain("COPY --from=build /src/package.json ./package.json"); // cli/package-info.ts reads it
     expect(copies).toContain("COPY --from=build /src/bin ./bin");
+    expect(copies).toContain("COPY --from=build /src/dist/gateway/bundle ./dist/gateway/bundle");
     expect(copies).toContain("COPY --from=build /src/dist/gateway/src ./dist/gateway/src");
     expect(copies).toContain("COPY --from=build /src/dist/gateway/gen ./dist/gateway/gen");
     // Not dist/gateway/test: the soak compiles test helpers there.
@@ -55,6 +65,44 @@ describe("deploy/Dockerfile", () => {
     expect(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8")).toContain("../dist/gateway/bundle/main.js");
     expect(runtime.body).toContain("WORKDIR /opt/probegate");
     expect(runtime.body).toContain('ENTRYPOINT ["node", "--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", "--max-old-space-size=48", "/opt/probegate/bin/probegate.js"]');
+  });
+
+  // The image's file set, laid out from this checkout's build by the runtime
+  // stage's COPY lines, must start: a bin/probegate.js importing a tree the
+  // stage does not copy (dist/gateway/bundle once) only fails in a cluster.
+  it("starts from exactly the files the runtime stage copies", () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), "probegate-image-"));
+    try {
+      const workdir = /^WORKDIR\s+(\S+)$/m.exec(runtime.body.join("\n"))![1]!;
+      for (const l of runtime.body.filter((l) => l.startsWith("COPY"))) {
+        const [src, dst] = l.replace(/^COPY\s+(--\S+\s+)*/, "").trim().split(/\s+/) as [string, string];
+        const to = path.join(root, dst.startsWith("/") ? dst : path.join(workdir, dst));
+        if (/--from=deps/.test(l)) {
+          // Production dependencies: the checkout's node_modules holds them (and more).
+          mkdirSync(path.dirname(to), { recursive: true });
+          symlinkSync(path.join(REPO, "node_modules"), to);
+          continue;
+        }
+        const rel = src.replace(/^\/src\//, "");
+        const matches = rel.includes("*") ? glob(REPO, rel) : [rel];
+        expect(matches.length, src).toBeGreaterThan(0);
+        for (const m of matches) {
+          expect(existsSync(path.join(REPO, m)), `${m} (npm run build makes it)`).toBe(true);
+          const target = dst.endsWith("/") ? path.join(to, path.basename(m)) : to;
+          cpSync(path.join(REPO, m), target, { recursive: true });
+        }
+      }
+      const bin = path.join(root, workdir, "bin/probegate.js");
+      const flags = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(runtime.body.join("\n"))![1]!) as string[];
+      const run = spawnSync(process.execPath, [...flags.slice(1, -1), bin, "--version"], { encoding: "utf8", cwd: "/", timeout: 30_000 });
+      expect(run.stderr).toBe("");
+      expect(run.status).toBe(0);
+      expect(run.stdout).toMatch(/^probegate \d+\.\d+\.\d+/);
+      const plugins = glob(root, "etc/probegate/plugins/*.wasm").map((f) => path.basename(f));
+      expect(plugins).toContain("lustre-imports.wasm");
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it("runs as non-root by default and carries nsenter for the node pod's --command-prefix", () => {
