@@ -25,7 +25,7 @@ const METRICS = [
   "probegate_kube_requests_total", "probegate_kube_condition_status", "probegate_kube_taint_present",
   "probegate_kube_last_successful_write_timestamp_seconds", "probegate_kube_out_of_sync",
   "probegate_storage_health", "probegate_volume_health", "probegate_volume_health_entries",
-  "probegate_volume_health_entries_dropped", "probegate_storage_events_total",
+  "probegate_volume_health_entries_dropped", "probegate_storage_events_total", "probegate_check_evaluations_total",
 ];
 const family = (name: string) => name.replace(/_(bucket|sum|count)$/, "");
 const exprs: string[] = dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr));
