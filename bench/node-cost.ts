@@ -16,7 +16,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import type { ExecResult } from "./load/exec-runner.js";
 import { sleep } from "./lib/net.js";
-import { clockTicks, spawnerCpuSec } from "./lib/proc.js";
+import { clockTicks, spawnerCpu } from "./lib/proc.js";
 import { type RunningServer, startServer } from "./lib/server.js";
 import type { ServerCtx, ServerTarget } from "./targets.js";
 
@@ -54,12 +54,14 @@ export function threadCounts(pid: number): ThreadCounts {
   }
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // The command spawner is part of the gateway: its CPU and wake-ups count with the gateway's.
+  const sp = spawnerCpu(pid);
   return {
-    cpuNs,
+    cpuNs: cpuNs + sp.schedSec * 1e9,
     mainSwitches: switchesOf(pid, String(pid)),
-    allSwitches: all,
+    allSwitches: all + sp.switches,
     threads,
-    childrenSec: (Number(f[13]) + Number(f[14])) / clockTicks() + spawnerCpuSec(pid),
+    childrenSec: (Number(f[13]) + Number(f[14])) / clockTicks() + sp.reapedSec,
   };
 }
 

@@ -15,11 +15,11 @@ export function clockTicks(): number {
 }
 
 export interface CpuSample {
-  /** user+sys of the process itself, seconds (tick resolution, usually 10 ms). */
+  /** user+sys of the process itself and of its command spawner, seconds (tick resolution, usually 10 ms). */
   self: number;
-  /** user+sys of waited-for children, and of a live command spawner with what it has reaped, seconds. */
+  /** user+sys of waited-for children and of the commands the spawner has reaped, seconds. */
   children: number;
-  /** Sum of on-CPU time of the live threads from /proc/<pid>/task/<tid>/schedstat, seconds (ns resolution). */
+  /** On-CPU time of the live threads (/proc/<pid>/task/<tid>/schedstat) and of the spawner, seconds (ns resolution). */
   sched: number;
   /** Wall clock, seconds (performance.now). */
   wall: number;
@@ -48,15 +48,29 @@ function schedSeconds(pid: number | "self"): number {
 }
 
 /**
- * CPU of probegate's command spawner while it runs, seconds: its own user+sys
- * and that of the commands it has reaped. The commands are its children, not
- * the gateway's, so the gateway's cutime/cstime hold them only once the
- * spawner itself has exited and been waited for; "gateway + commands" figures
- * add this to stay comparable with the direct spawn.
+ * probegate's command spawner (a child named probegate-spawner of the gateway
+ * `pid`), while it runs. Its own CPU is the gateway's: it is the part of the
+ * gateway that starts commands, and leaving it out would make a command look
+ * cheaper than it is. The commands it has reaped are its children, not the
+ * gateway's (the gateway's cutime/cstime hold them only once the spawner itself
+ * has exited and been waited for), so they are reported apart, to be added to
+ * the gateway's children and stay comparable with the direct spawn.
  */
-export function spawnerCpuSec(pid: number | "self"): number {
+export interface SpawnerCpu {
+  /** Its own on-CPU time from schedstat, seconds (ns resolution). */
+  schedSec: number;
+  /** Its own user+sys from stat, seconds (tick resolution). */
+  selfSec: number;
+  /** user+sys of the commands it has reaped, seconds. */
+  reapedSec: number;
+  /** Its voluntary and involuntary context switches (its wake-ups). */
+  switches: number;
+}
+
+export function spawnerCpu(pid: number | "self"): SpawnerCpu {
   const parent = pid === "self" ? process.pid : pid;
-  let ticks = 0;
+  const hz = clockTicks();
+  const out: SpawnerCpu = { schedSec: 0, selfSec: 0, reapedSec: 0, switches: 0 };
   for (const e of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(e)) continue;
     try {
@@ -64,22 +78,27 @@ export function spawnerCpuSec(pid: number | "self"): number {
       const comm = raw.slice(raw.indexOf("(") + 1, raw.lastIndexOf(")"));
       const f = raw.slice(raw.lastIndexOf(")") + 2).split(" ");
       if (Number(f[1]) !== parent || !comm.startsWith("probegate-spaw")) continue;
-      ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+      out.selfSec += (Number(f[11]) + Number(f[12])) / hz;
+      out.reapedSec += (Number(f[13]) + Number(f[14])) / hz;
+      out.schedSec += Number(fs.readFileSync(`/proc/${e}/schedstat`, "utf8").split(" ")[0]) / 1e9;
+      const st = fs.readFileSync(`/proc/${e}/status`, "utf8");
+      for (const m of st.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)) out.switches += Number(m[1]);
     } catch {
       // gone between readdir and read
     }
   }
-  return ticks / clockTicks();
+  return out;
 }
 
 export function cpuSample(pid: number | "self"): CpuSample {
   const f = statFields(pid);
   const hz = clockTicks();
+  const sp = spawnerCpu(pid);
   // stat(5): utime=14 stime=15 cutime=16 cstime=17 (1-based); f[0] is field 3.
   return {
-    self: (Number(f[11]) + Number(f[12])) / hz,
-    children: (Number(f[13]) + Number(f[14])) / hz + spawnerCpuSec(pid),
-    sched: schedSeconds(pid),
+    self: (Number(f[11]) + Number(f[12])) / hz + sp.selfSec,
+    children: (Number(f[13]) + Number(f[14])) / hz + sp.reapedSec,
+    sched: schedSeconds(pid) + sp.schedSec,
     wall: performance.now() / 1000,
   };
 }
