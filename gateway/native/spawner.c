@@ -90,13 +90,15 @@ static void on_sigchld(int sig) {
   errno = saved;
 }
 
+static void die(int code);
+
 static void write_all(const void *p, size_t n) {
   const char *c = p;
   while (n > 0) {
     ssize_t w = write(1, c, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      _exit(3); /* the gateway is gone */
+      die(3); /* the gateway is gone */
     }
     c += w;
     n -= (size_t)w;
@@ -195,7 +197,7 @@ static void pump(struct job *j, struct stream *s, int64_t now) {
   size_t keep = (size_t)n > room ? room : (size_t)n;
   if (keep > 0) {
     char *nb = realloc(s->buf, s->len + keep);
-    if (!nb) _exit(4);
+    if (!nb) die(4);
     s->buf = nb;
     memcpy(s->buf + s->len, chunk, keep);
     s->len += keep;
@@ -226,10 +228,18 @@ static void reap(void) {
   }
 }
 
-static void kill_all_and_exit(void) {
+/*
+ * Every way out kills the commands' groups first: nothing else will. A
+ * gateway that died is usually seen as EOF on the requests, but a reply
+ * written in the same turn meets EPIPE first; a command started for it would
+ * otherwise live on, reparented to init, for as long as it hangs.
+ */
+static void die(int code) {
   for (size_t i = 0; i < njobs; i++) kill_group(jobs[i]);
-  _exit(0);
+  _exit(code);
 }
+
+static void kill_all_and_exit(void) { die(0); }
 
 struct reader {
   const unsigned char *p;
@@ -255,7 +265,7 @@ static char *rstr(struct reader *r) {
     return NULL;
   }
   char *s = malloc((size_t)n + 1);
-  if (!s) _exit(4);
+  if (!s) die(4);
   memcpy(s, r->p, n);
   s[n] = 0;
   r->p += n;
@@ -271,14 +281,14 @@ static void free_vec(char **v, size_t n) {
 
 static void handle_run(struct reader *r) {
   uint32_t id = r32(r), timeout = r32(r), cap = r32(r), argc = r32(r), envc = r32(r);
-  if (r->bad || argc == 0 || argc > r->left / 4 || envc > r->left / 4) _exit(2);
+  if (r->bad || argc == 0 || argc > r->left / 4 || envc > r->left / 4) die(2);
   char *path = rstr(r);
   char **argv = calloc((size_t)argc + 1, sizeof *argv);
   char **envp = calloc((size_t)envc + 1, sizeof *envp);
-  if (!argv || !envp) _exit(4);
+  if (!argv || !envp) die(4);
   for (uint32_t i = 0; i < argc; i++) argv[i] = rstr(r);
   for (uint32_t i = 0; i < envc; i++) envp[i] = rstr(r);
-  if (r->bad) _exit(2);
+  if (r->bad) die(2);
 
   int out[2] = {-1, -1}, err[2] = {-1, -1};
   int rc = 0;
@@ -320,7 +330,10 @@ static void handle_run(struct reader *r) {
   fcntl(out[0], F_SETFL, O_NONBLOCK);
   fcntl(err[0], F_SETFL, O_NONBLOCK);
   struct job *j = calloc(1, sizeof *j);
-  if (!j) _exit(4);
+  if (!j) {
+    kill(-pid, SIGKILL); /* not in the job list yet: die() would miss it */
+    die(4);
+  }
   j->id = id;
   j->pid = pid;
   j->cap = cap;
@@ -332,7 +345,10 @@ static void handle_run(struct reader *r) {
   if (njobs == jobs_cap) {
     jobs_cap = jobs_cap ? jobs_cap * 2 : 16;
     struct job **nj = realloc(jobs, jobs_cap * sizeof *nj);
-    if (!nj) _exit(4);
+    if (!nj) {
+      kill(-pid, SIGKILL);
+      die(4);
+    }
     jobs = nj;
   }
   jobs[njobs++] = j;
@@ -341,7 +357,7 @@ static void handle_run(struct reader *r) {
 
 static void handle_kill(struct reader *r) {
   uint32_t id = r32(r);
-  if (r->bad) _exit(2);
+  if (r->bad) die(2);
   for (size_t i = 0; i < njobs; i++)
     if (jobs[i]->id == id) kill_group(jobs[i]);
 }
@@ -354,7 +370,7 @@ static int read_requests(void) {
   if (incap - inlen < READ_CHUNK) {
     incap = incap ? incap * 2 : 2 * READ_CHUNK;
     unsigned char *nb = realloc(inbuf, incap);
-    if (!nb) _exit(4);
+    if (!nb) die(4);
     inbuf = nb;
   }
   ssize_t n = read(0, inbuf + inlen, incap - inlen);
@@ -364,13 +380,13 @@ static int read_requests(void) {
   size_t off = 0;
   while (inlen - off >= 4) {
     uint32_t len = get32(inbuf + off);
-    if (len > MAX_FRAME || len < 4) _exit(2);
+    if (len > MAX_FRAME || len < 4) die(2);
     if (inlen - off - 4 < len) break;
     struct reader r = {inbuf + off + 4, len, 0};
     uint32_t type = r32(&r);
     if (type == 1) handle_run(&r);
     else if (type == 2) handle_kill(&r);
-    else _exit(2);
+    else die(2);
     off += 4 + len;
   }
   memmove(inbuf, inbuf + off, inlen - off);
@@ -430,7 +446,7 @@ int main(void) {
     if (need > pfd_cap) {
       pfd_cap = need * 2;
       pfd = realloc(pfd, pfd_cap * sizeof *pfd);
-      if (!pfd) _exit(4);
+      if (!pfd) die(4);
     }
     size_t n = 0;
     pfd[n++] = (struct pollfd){.fd = 0, .events = POLLIN};
@@ -442,7 +458,7 @@ int main(void) {
     int pr = poll(pfd, n, wait > INT_MAX ? INT_MAX : (int)wait);
     if (pr < 0) {
       if (errno == EINTR) continue;
-      _exit(6);
+      die(6);
     }
     now = now_ms();
     if (pfd[1].revents) {

@@ -3,6 +3,7 @@
 // at once, descriptors), and the same results as the direct spawn for what both
 // must do (group kills, large output, argv0 and environment). Real processes.
 
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -306,6 +307,42 @@ describe.each(PATHS)("commands ($path)", (mode) => {
     chmodSync(noInterpreter, 0o755);
     const r = await runCommand(spec([noInterpreter], { spawner: mode.make() }));
     expect(r).toMatchObject({ ok: false, outcome: "error", exitCode: null, error: `ENOENT: cannot run ${noInterpreter}: spawn ${noInterpreter} ENOENT` });
+  });
+});
+
+// The wire format of spawner.c's requests (its header comment), spoken by hand
+// here so the test can stop reading replies while the requests pipe stays open.
+function runFrame(id: number, argv: string[]): Buffer {
+  const u32 = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(n >>> 0);
+    return b;
+  };
+  const str = (t: string) => [u32(Buffer.byteLength(t)), Buffer.from(t)];
+  const body = Buffer.concat([u32(1), u32(id), u32(60_000), u32(1 << 20), u32(argv.length), u32(0), ...str(argv[0]!), ...argv.flatMap(str)]);
+  return Buffer.concat([u32(body.length), body]);
+}
+
+describe.skipIf(SPAWNER === undefined)("the spawner binary on its own", () => {
+  it("kills the commands it runs when a reply meets a closed pipe (the gateway died while a command was ending)", async () => {
+    const child = spawn(SPAWNER!, [], { stdio: ["pipe", "pipe", "ignore"] });
+    try {
+      child.stdin!.write(runFrame(1, ["/bin/sleep", "600"]));
+      // The first reply: started, id 1, the command's pid.
+      const started = await new Promise<Buffer>((resolve) => child.stdout!.once("data", (d: Buffer) => resolve(d)));
+      expect(started.readUInt32LE(4)).toBe(1);
+      const hanging = started.readUInt32LE(12);
+      expect(isAlive(hanging)).toBe(true);
+      // The gateway's end of the replies goes, its end of the requests stays: the
+      // next reply (the second command's "started") is written into a broken pipe.
+      child.stdout!.destroy();
+      await sleep(100);
+      child.stdin!.write(runFrame(2, ["/bin/true"]));
+      await until("the spawner to exit", () => child.exitCode !== null || child.signalCode !== null, 10_000);
+      await until("the hanging command to be killed with it", () => !isAlive(hanging), 10_000);
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 });
 
