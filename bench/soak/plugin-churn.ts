@@ -253,17 +253,21 @@ export class PluginChurn {
 
   private replace(p: Present, k: CompiledKind, now: number, action: string): string {
     this.writer.put(p.file, k.bytes);
-    // Refused content leaves the file's last good module (and its cause, since when it came) in force.
-    if (k.refused) this.present.set(p.file, { ...p, kind: k });
+    // The loader refuses content that is refused on its own, and a plugin of
+    // another name over a file whose module is in force (NameChanged: "a new
+    // name goes in a new file", gateway/src/runtime/README.md). Either way the
+    // file's last good module stays in force, and its cause since when it came.
+    const refused = k.refused || (p.inForce !== undefined && p.inForce.family !== k.family);
+    if (refused) this.present.set(p.file, { ...p, kind: k });
     else this.present.set(p.file, { kind: k, file: p.file, inForce: k, since: k.cause ? now : p.since });
     // Named apart in the report: the node stays not ready through this "replacement".
-    if (k.refused && p.inForce?.cause) {
+    if (refused && p.inForce?.cause) {
       action = "replace-hostile-kept";
       if (!this.keptSince.has(p.file)) {
         this.keptSince.set(p.file, now);
         this.onKept?.("kept", p.file, 0);
       }
-    } else if (!k.refused) this.keptEnds(p.file, now);
+    } else if (!refused) this.keptEnds(p.file, now);
     this.count(action);
     return action;
   }

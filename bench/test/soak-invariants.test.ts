@@ -170,14 +170,30 @@ describe("plugin churn: what the oracle counts as in force", () => {
     }
   });
 
-  it("ends the cause when the file's new content loads", () => {
+  it("keeps the cause when a plugin of another name is written over it (the gateway refuses it: NameChanged)", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "soak-churn-"));
     try {
       const rng = new ScriptedRng([0.9, 0, 0]);
       const churn = new PluginChurn(new PlainDir(dir), new Map(), kinds, rng);
       churn.step(0);
-      // replace with the second option left: soak-pass-1, which loads
+      // replace with the second option left: soak-pass-1, which loads on its own but not over trap
       rng.draws.push(0.99, 0.45, 0, 0.9);
+      expect(churn.step(1_000)).toBe("replace-hostile-kept");
+      expect(churn.causes()).toEqual([{ what: "plugin:trap (kept; file now soak-pass-1)", since: 0 }]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("ends the cause when the file's new content loads: the same plugin, fixed", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "soak-churn-"));
+    try {
+      const fixed: CompiledKind = { ...kind("trap-fixed", false, false), family: "trap" };
+      const rng = new ScriptedRng([0.9, 0, 0]);
+      const churn = new PluginChurn(new PlainDir(dir), new Map(), [kinds[0]!, fixed], rng);
+      churn.step(0);
+      // replace with the one option left: trap's fixed version, which loads
+      rng.draws.push(0.99, 0.45, 0, 0);
       expect(churn.step(1_000)).toBe("replace");
       expect(churn.causes()).toEqual([]);
     } finally {
