@@ -10,6 +10,7 @@ import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
+import { isAlive } from "./helpers/process-alive.js";
 
 const silent = pino({ level: "silent" });
 let dir: string;
@@ -44,21 +45,6 @@ async function catalogWith(entries: object[], env: NodeJS.ProcessEnv = process.e
 
 function node(name: string, code: string, extra: object = {}): object {
   return { name, argv: [process.execPath, "-e", code], timeout: "20s", ttl: "1s", ...extra };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    // A zombie waiting for a (container) init to reap it is dead for our purposes.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
 }
 
 async function waitUntilDead(pids: number[], deadlineMs = 15_000): Promise<number[]> {

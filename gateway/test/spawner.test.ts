@@ -16,6 +16,7 @@ import { StatfsProber } from "../src/engine/sources/statfs.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { untilReadyz } from "./helpers/readyz.js";
+import { isAlive } from "./helpers/process-alive.js";
 
 const SPAWNER = defaultSpawnerPath();
 const NO_BINARY = "dist/native/probegate-spawner is not built (no C compiler): the gateway uses the direct spawn only";
@@ -39,20 +40,6 @@ function newSpawner(path = SPAWNER): CommandSpawner {
 
 function spec(argv: string[], extra: Partial<CommandSpec> = {}): CommandSpec {
   return { argv, label: "test tool", timeoutMs: 20_000, maxOutputBytes: 1 << 20, env: process.env, ...extra };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
 }
 
 async function until<T>(what: string, f: () => T | undefined | false, ms = 15_000): Promise<T> {
