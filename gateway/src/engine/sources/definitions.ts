@@ -6,6 +6,7 @@ import { access, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
+import { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner } from "./spawner.js";
 import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "./run-command.js";
 import type { KeepWhile } from "./keep-while.js";
@@ -84,6 +85,7 @@ function factValue(facts: Readonly<Record<string, string>>, fact: string): strin
 }
 
 export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceDef {
+  const repeated = new RepeatedOutput();
   const params = spec.argv.filter((a): a is FactParam => typeof a !== "string").map((p) => p.fact);
   return {
     name: spec.name,
@@ -129,6 +131,7 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
             env: ctx.env,
             ...(ctx.commands ? { tracker: ctx.commands } : {}),
             ...(ctx.spawner ? { spawner: ctx.spawner } : {}),
+            repeated: { output: repeated, key: full.join("\0") },
           });
         },
       };

@@ -8,7 +8,9 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
+import { decodeUtf8 } from "./decode.js";
 import { resolveProgram } from "./path-lookup.js";
+import type { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner, SpawnedRun } from "./spawner.js";
 
 export type Outcome = "ok" | "error" | "timeout" | "truncated";
@@ -26,6 +28,8 @@ export interface CommandSpec {
   tracker?: CommandTracker;
   /** Starts the command without forking the gateway (spawner.ts); absent, given up on or backing off: a direct spawn. */
   spawner?: CommandSpawner;
+  /** The source's last stdout: equal bytes give its string again (repeated-output.ts). */
+  repeated?: { output: RepeatedOutput; key: string };
 }
 
 export interface CommandResult {
@@ -64,24 +68,13 @@ class CappedCollector {
     this.bytes += chunk.length;
   }
 
-  text(): string {
-    return decodeUtf8(Buffer.concat(this.chunks), this.truncated);
+  joined(): Buffer {
+    return Buffer.concat(this.chunks);
   }
-}
 
-/**
- * Invalid bytes become U+FFFD instead of throwing. When the output was cut,
- * streaming mode holds back a multi-byte character split by the cut rather
- * than turning its first bytes into garbage.
- */
-export function decodeUtf8(buf: Buffer, cut: boolean): string {
-  return new TextDecoder("utf-8", { fatal: false }).decode(buf, { stream: cut });
-}
-
-/** Text cut to at most `cap` UTF-8 bytes, never through a character (which would end in U+FFFD, past the cap). */
-export function capUtf8(text: string, cap: number): { text: string; cut: boolean } {
-  const buf = Buffer.from(text, "utf8");
-  return buf.length > cap ? { text: decodeUtf8(buf.subarray(0, cap), true), cut: true } : { text, cut: false };
+  text(): string {
+    return decodeUtf8(this.joined(), this.truncated);
+  }
 }
 
 // The error texts plugins match on. Exported so a replayed source
@@ -209,7 +202,7 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
       settled = true;
       clearTimeout(timer);
       if (graceTimer) clearTimeout(graceTimer);
-      const stdout = out.text();
+      const stdout = stdoutText(spec, out.joined(), out.truncated);
       const stderr = err.text();
       const truncated = out.truncated || err.truncated;
       const base = { stdout, stderr, truncated };
@@ -256,7 +249,7 @@ function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path
     // Node's own words for a failed start: "spawn <file> <CODE>".
     return failure(`${run.spawnError}: cannot run ${program}: spawn ${path} ${run.spawnError}`);
   }
-  const stdout = decodeUtf8(run.stdout, run.stdoutCut);
+  const stdout = stdoutText(spec, run.stdout, run.stdoutCut);
   const stderr = decodeUtf8(run.stderr, run.stderrCut);
   const truncated = run.stdoutCut || run.stderrCut;
   const base = { stdout, stderr, truncated };
@@ -265,6 +258,10 @@ function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path
   if (run.exitCode === 0) return { ...base, ok: true, exitCode: 0, error: null, outcome: "ok" };
   if (run.exitCode !== null) return { ...base, ok: false, exitCode: run.exitCode, error: exitError(run.exitCode), outcome: "error" };
   return { ...base, ok: false, exitCode: null, error: `killed by ${run.signal ?? "unknown signal"}`, outcome: "error" };
+}
+
+function stdoutText(spec: CommandSpec, bytes: Buffer, cut: boolean): string {
+  return spec.repeated ? spec.repeated.output.text(spec.repeated.key, bytes, cut) : decodeUtf8(bytes, cut);
 }
 
 function describeSpawnError(err: unknown, program: string): string {
