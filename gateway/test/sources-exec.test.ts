@@ -188,6 +188,35 @@ describe.each(PATHS)("command execution ($path)", (mode) => {
     expect((await catalog.read("notexec", {})).error).toBe("ENOENT: notexec not found on PATH");
   });
 
+  it("reads each run's own output when it repeats, changes by one byte, changes back or is cut", async () => {
+    // A listing the size of a node's (300 KiB), printed again run after run:
+    // the repeat is given the last run's text (repeated-output.ts), so every
+    // change must still be seen, and a cut run must not pass for a whole one.
+    const outputs = join(dir, "outputs.json");
+    const at = join(dir, "at");
+    const big = "osc.lustrefs-OST0000-osc-ffff.state=\n".repeat(8192);
+    const changed = big.slice(0, 150_000) + "X" + big.slice(150_001);
+    const sequence = [big, big, changed, big, "", big, big + "é".repeat(10)];
+    writeFileSync(outputs, JSON.stringify(sequence));
+    writeFileSync(at, "0");
+    const script = `const fs = require("node:fs");
+      const i = Number(fs.readFileSync(${JSON.stringify(at)}, "utf8"));
+      fs.writeFileSync(${JSON.stringify(at)}, String(i + 1));
+      process.stdout.write(JSON.parse(fs.readFileSync(${JSON.stringify(outputs)}, "utf8"))[i]);`;
+    const cap = big.length + 5;
+    const catalog = await catalogWith([node("listing", script, { ttl: "0s", maxOutput: cap })]);
+    const seen = [];
+    for (let i = 0; i < sequence.length; i++) seen.push(await catalog.read("listing", {}));
+    for (let i = 0; i < sequence.length - 1; i++) {
+      expect(seen[i]!.stdout === sequence[i], `run ${i}`).toBe(true);
+      expect(seen[i]).toMatchObject({ ok: true, truncated: false });
+    }
+    // Cut inside the two-byte "é"s: the whole characters before the cap, never the half one.
+    const last = seen[sequence.length - 1]!;
+    expect(last).toMatchObject({ ok: false, truncated: true });
+    expect(last.stdout === big + "éé", "cut run").toBe(true);
+  });
+
   it("custom sources take no facts and are cached by their ttl", async () => {
     const counter = join(dir, "count");
     const catalog = await catalogWith([
