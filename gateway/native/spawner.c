@@ -26,9 +26,24 @@
  *           (timeout_ms 0xffffffff: none; the gateway bounds its wait itself)
  *           (str = u32 length + bytes, no NUL)
  *   kill  : 2, id
+ *   run, keeping stdout: 3, id, timeout_ms, cap, slot, held, argc, envc, str path, ...
+ *           (as run; then see "Kept output" below)
  *   ->started: 1, id, pid
  *   ->done   : 2, id, spawn_errno, flags, exit_code, signal, u32 n + stdout, u32 n + stderr
- *              flags: 1 exited, 2 timed out, 4 stdout cut, 8 stderr cut
+ *              flags: 1 exited, 2 timed out, 4 stdout cut, 8 stderr cut,
+ *                     16 stdout is the kept output `held` (n is 0)
+ *
+ * Kept output. A source command usually prints what it printed last time (a
+ * healthy node's Lustre state listing, hundreds of KiB, every few seconds).
+ * Sending it again costs the gateway the pipe reads, a buffer and a decoding
+ * that all end as garbage in its heap. So a run may name a slot (one per
+ * source) and the token of the output the gateway holds for it (`held`, 0:
+ * none). The slot keeps the last whole stdout and its token, the id of the
+ * run that printed it. When the new stdout is byte for byte the kept one and
+ * the gateway holds that very output, the reply says so (flag 16) instead of
+ * carrying it; otherwise it carries the output, which is kept under the run's
+ * id. A cut output is never kept. A new spawner process starts with every
+ * slot empty, so after a restart the first run of each slot sends in full.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,8 +63,18 @@
 #define MAX_FRAME (64u * 1024u * 1024u)
 #define GRACE_MS 1000
 #define READ_CHUNK 65536
+#define MAX_SLOTS 64
 
-enum { F_EXITED = 1, F_TIMEDOUT = 2, F_CUT_OUT = 4, F_CUT_ERR = 8 };
+enum { F_EXITED = 1, F_TIMEDOUT = 2, F_CUT_OUT = 4, F_CUT_ERR = 8, F_SAME_OUT = 16 };
+
+struct slot {
+  int used;
+  uint32_t token;
+  char *buf;
+  size_t len;
+};
+
+static struct slot slots[MAX_SLOTS];
 
 struct stream {
   int fd;
@@ -68,6 +93,8 @@ struct job {
   int exited;
   int status;
   int timed_out;
+  int slot; /* -1: stdout not kept */
+  uint32_t held;
   struct stream out, err;
 };
 
@@ -169,7 +196,27 @@ static void finish(size_t i) {
   if (j->timed_out) flags |= F_TIMEDOUT;
   if (j->out.cut) flags |= F_CUT_OUT;
   if (j->err.cut) flags |= F_CUT_ERR;
+  int keep = 0;
+  if (j->slot >= 0) {
+    struct slot *k = &slots[j->slot];
+    if (j->out.cut) {
+      free(k->buf);
+      *k = (struct slot){0};
+    } else if (k->used && j->held != 0 && k->token == j->held && k->len == j->out.len &&
+               (k->len == 0 || memcmp(k->buf, j->out.buf, k->len) == 0)) {
+      flags |= F_SAME_OUT;
+      j->out.len = 0;
+    } else {
+      keep = 1;
+    }
+  }
   reply_done(j->id, 0, flags, code, sig, &j->out, &j->err);
+  if (keep) {
+    struct slot *k = &slots[j->slot];
+    free(k->buf);
+    *k = (struct slot){.used = 1, .token = j->id, .buf = j->out.buf, .len = j->out.len};
+    j->out.buf = NULL;
+  }
   free(j->out.buf);
   free(j->err.buf);
   free(j);
@@ -279,9 +326,11 @@ static void free_vec(char **v, size_t n) {
   free(v);
 }
 
-static void handle_run(struct reader *r) {
-  uint32_t id = r32(r), timeout = r32(r), cap = r32(r), argc = r32(r), envc = r32(r);
-  if (r->bad || argc == 0 || argc > r->left / 4 || envc > r->left / 4) die(2);
+static void handle_run(struct reader *r, int kept) {
+  uint32_t id = r32(r), timeout = r32(r), cap = r32(r);
+  uint32_t slot = kept ? r32(r) : UINT32_MAX, held = kept ? r32(r) : 0;
+  uint32_t argc = r32(r), envc = r32(r);
+  if (r->bad || argc == 0 || argc > r->left / 4 || envc > r->left / 4 || (kept && slot >= MAX_SLOTS)) die(2);
   char *path = rstr(r);
   char **argv = calloc((size_t)argc + 1, sizeof *argv);
   char **envp = calloc((size_t)envc + 1, sizeof *envp);
@@ -337,6 +386,8 @@ static void handle_run(struct reader *r) {
   j->id = id;
   j->pid = pid;
   j->cap = cap;
+  j->slot = kept ? (int)slot : -1;
+  j->held = held;
   /* No deadline: a statfs stuck in the kernel cannot be killed anyway; it
      stays one slot here until its call returns. */
   j->deadline = timeout == UINT32_MAX ? INT64_MAX : now_ms() + timeout;
@@ -384,7 +435,8 @@ static int read_requests(void) {
     if (inlen - off - 4 < len) break;
     struct reader r = {inbuf + off + 4, len, 0};
     uint32_t type = r32(&r);
-    if (type == 1) handle_run(&r);
+    if (type == 1) handle_run(&r, 0);
+    else if (type == 3) handle_run(&r, 1);
     else if (type == 2) handle_kill(&r);
     else die(2);
     off += 4 + len;

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCommand, type CommandResult, type CommandSpec } from "../src/engine/sources/run-command.js";
+import { RepeatedOutput } from "../src/engine/sources/repeated-output.js";
 import { CommandSpawner, defaultSpawnerPath } from "../src/engine/sources/spawner.js";
 import { StatfsProber } from "../src/engine/sources/statfs.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
@@ -294,6 +295,71 @@ describe.each(PATHS)("commands ($path)", (mode) => {
     chmodSync(noInterpreter, 0o755);
     const r = await runCommand(spec([noInterpreter], { spawner: mode.make() }));
     expect(r).toMatchObject({ ok: false, outcome: "error", exitCode: null, error: `ENOENT: cannot run ${noInterpreter}: spawn ${noInterpreter} ENOENT` });
+  });
+});
+
+describe.skipIf(SPAWNER === undefined)("kept output (spawner.c)", () => {
+  it("says 'the same' only for the very output the gateway holds, whole, in that slot, from this spawner", async () => {
+    const content = join(dir, "content");
+    const tool = join(dir, "print.mjs");
+    writeFileSync(tool, `import { readFileSync } from "node:fs"; process.stdout.write(readFileSync(${JSON.stringify(content)}));`);
+    const s = newSpawner();
+    const run = async (text: string, keep: { slot: number; held: number }, maxOutputBytes = 1 << 20) => {
+      writeFileSync(content, text);
+      const h = s.submit({ path: process.execPath, argv: ["node", tool], env: process.env, timeoutMs: 20_000, maxOutputBytes, keep })!;
+      const r = await h.result;
+      return { same: r.stdoutSame, out: r.stdout.toString(), token: r.token, cut: r.stdoutCut };
+    };
+    const A = "x".repeat(200_000);
+    const B = A.slice(0, 100_000) + "y" + A.slice(100_001);
+    const first = await run(A, { slot: 0, held: 0 });
+    expect(first).toMatchObject({ same: false, out: A });
+    // Held and unchanged: not sent.
+    expect(await run(A, { slot: 0, held: first.token })).toEqual({ same: true, out: "", token: expect.any(Number), cut: false });
+    // The gateway holds another output (or none): sent in full, and kept under the new token.
+    const other = await run(A, { slot: 0, held: first.token + 1000 });
+    expect(other).toMatchObject({ same: false, out: A });
+    expect(await run(A, { slot: 0, held: first.token })).toMatchObject({ same: false, out: A });
+    const held = (await run(A, { slot: 0, held: 0 })).token;
+    // One byte changed, same length: sent.
+    const changed = await run(B, { slot: 0, held });
+    expect(changed).toMatchObject({ same: false, out: B });
+    // Another slot keeps its own.
+    expect(await run(B, { slot: 1, held: changed.token })).toMatchObject({ same: false, out: B });
+    expect(await run(B, { slot: 0, held: changed.token })).toMatchObject({ same: true, out: "" });
+    // A cut output is sent and never kept: the next run, even equal to the last whole one, is sent.
+    const cut = await run(B + "zz", { slot: 0, held: changed.token }, B.length + 1);
+    expect(cut).toMatchObject({ same: false, out: B + "z", cut: true });
+    expect(await run(B, { slot: 0, held: changed.token })).toMatchObject({ same: false, out: B });
+    // A new spawner process keeps nothing.
+    const last = await run(B, { slot: 0, held: 0 });
+    const pid = s.pid!;
+    process.kill(pid, "SIGKILL");
+    await until("a new spawner", () => s.pid !== undefined && s.pid !== pid ? true : (s.warm(), false));
+    expect(await run(B, { slot: 0, held: last.token })).toMatchObject({ same: false, out: B });
+  });
+
+  it("gives a command source its last text when the spawner did not send it", async () => {
+    // Through runCommand and a source's RepeatedOutput, as the catalog runs lctl.
+    const content = join(dir, "content");
+    const tool = join(dir, "print.mjs");
+    writeFileSync(tool, `import { readFileSync } from "node:fs"; process.stdout.write(readFileSync(${JSON.stringify(content)}));`);
+    const s = newSpawner();
+    let notSent = 0;
+    const submit = s.submit.bind(s);
+    s.submit = (req) => {
+      const h = submit(req);
+      void h?.result.then((r) => (notSent += Number(r.stdoutSame)));
+      return h;
+    };
+    const repeated = new RepeatedOutput(s.slotFor("test.listing"));
+    const texts = ["a".repeat(70_000), "a".repeat(70_000), "b".repeat(70_000), "a".repeat(70_000), "a".repeat(70_000)];
+    for (const t of texts) {
+      writeFileSync(content, t);
+      const r = await runCommand(spec([process.execPath, tool], { spawner: s, repeated }));
+      expect(r.ok && r.stdout === t).toBe(true);
+    }
+    expect(notSent).toBe(2);
   });
 });
 

@@ -85,7 +85,7 @@ function factValue(facts: Readonly<Record<string, string>>, fact: string): strin
 }
 
 export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceDef {
-  const repeated = new RepeatedOutput();
+  const repeated = new RepeatedOutput(ctx.spawner?.slotFor(spec.name));
   const params = spec.argv.filter((a): a is FactParam => typeof a !== "string").map((p) => p.fact);
   return {
     name: spec.name,
@@ -131,7 +131,7 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
             env: ctx.env,
             ...(ctx.commands ? { tracker: ctx.commands } : {}),
             ...(ctx.spawner ? { spawner: ctx.spawner } : {}),
-            repeated: { output: repeated, key: full.join("\0") },
+            repeated,
           });
         },
       };

@@ -11,7 +11,7 @@ import type { Readable } from "node:stream";
 import { decodeUtf8 } from "./decode.js";
 import { resolveProgram } from "./path-lookup.js";
 import type { RepeatedOutput } from "./repeated-output.js";
-import type { CommandSpawner, SpawnedRun } from "./spawner.js";
+import type { CommandSpawner, KeepOutput, SpawnedRun } from "./spawner.js";
 
 export type Outcome = "ok" | "error" | "timeout" | "truncated";
 
@@ -28,8 +28,8 @@ export interface CommandSpec {
   tracker?: CommandTracker;
   /** Starts the command without forking the gateway (spawner.ts); absent, given up on or backing off: a direct spawn. */
   spawner?: CommandSpawner;
-  /** The source's last stdout: equal bytes give its string again (repeated-output.ts). */
-  repeated?: { output: RepeatedOutput; key: string };
+  /** The source's last stdout: an equal output gives its string again (repeated-output.ts). */
+  repeated?: RepeatedOutput;
 }
 
 export interface CommandResult {
@@ -132,16 +132,18 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
   const resolved = await resolveProgram(program, spec.env.PATH);
   if (!resolved.ok) return failure(resolved.error);
 
+  const keep = spec.repeated?.keep();
   const handle = spec.spawner?.submit({
     path: resolved.path,
     argv: [program, ...args],
     env: spec.env,
     timeoutMs: spec.timeoutMs,
     maxOutputBytes: spec.maxOutputBytes,
+    ...(keep ? { keep } : {}),
   });
   if (handle) {
     const done = handle.result.then(
-      (run) => spawnedResult(run, spec, program, resolved.path),
+      (run) => spawnedResult(run, spec, program, resolved.path, keep),
       // The spawner died or stopped answering with this command in flight: its
       // group has been killed and what it printed is lost, so the run failed.
       (err: Error) => failure(`EIO: cannot run ${program}: ${err.message}`),
@@ -202,7 +204,7 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
       settled = true;
       clearTimeout(timer);
       if (graceTimer) clearTimeout(graceTimer);
-      const stdout = stdoutText(spec, out.joined(), out.truncated);
+      const stdout = spec.repeated ? spec.repeated.text(out.joined(), out.truncated) : out.text();
       const stderr = err.text();
       const truncated = out.truncated || err.truncated;
       const base = { stdout, stderr, truncated };
@@ -244,12 +246,13 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
 }
 
 /** The same result, texts included, as the direct spawn above gives for the same run. */
-function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path: string): CommandResult {
+function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path: string, keep: KeepOutput | undefined): CommandResult {
   if (run.spawnError !== undefined) {
     // Node's own words for a failed start: "spawn <file> <CODE>".
     return failure(`${run.spawnError}: cannot run ${program}: spawn ${path} ${run.spawnError}`);
   }
-  const stdout = stdoutText(spec, run.stdout, run.stdoutCut);
+  const stdout = spec.repeated ? spec.repeated.spawned(run, keep) : decodeUtf8(run.stdout, run.stdoutCut);
+  if (stdout === undefined) return failure(`EIO: cannot run ${program}: the command spawner answered with an output this gateway does not hold`);
   const stderr = decodeUtf8(run.stderr, run.stderrCut);
   const truncated = run.stdoutCut || run.stderrCut;
   const base = { stdout, stderr, truncated };
@@ -258,10 +261,6 @@ function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path
   if (run.exitCode === 0) return { ...base, ok: true, exitCode: 0, error: null, outcome: "ok" };
   if (run.exitCode !== null) return { ...base, ok: false, exitCode: run.exitCode, error: exitError(run.exitCode), outcome: "error" };
   return { ...base, ok: false, exitCode: null, error: `killed by ${run.signal ?? "unknown signal"}`, outcome: "error" };
-}
-
-function stdoutText(spec: CommandSpec, bytes: Buffer, cut: boolean): string {
-  return spec.repeated ? spec.repeated.output.text(spec.repeated.key, bytes, cut) : decodeUtf8(bytes, cut);
 }
 
 function describeSpawnError(err: unknown, program: string): string {

@@ -35,6 +35,16 @@ export interface SpawnedRun {
   signal: NodeJS.Signals | null;
   stdout: Buffer;
   stderr: Buffer;
+  /** The spawner kept stdout (`SpawnRequest.keep`) and found it equal to the output held: `stdout` is empty, the text is the held one. */
+  stdoutSame: boolean;
+  /** The request's id: a kept stdout that was sent is kept under it (the token to hold). */
+  token: number;
+}
+
+/** Which slot keeps a source's last stdout in the spawner, and the token of the output the gateway holds for it (0: none). */
+export interface KeepOutput {
+  slot: number;
+  held: number;
 }
 
 export interface SpawnRequest {
@@ -46,6 +56,7 @@ export interface SpawnRequest {
   /** Killed (group) after this long; undefined: never (a statfs probe, whose hang the caller bounds and reports itself). */
   timeoutMs: number | undefined;
   maxOutputBytes: number;
+  keep?: KeepOutput;
 }
 
 /** A request in flight: its result (rejects only with a spawner failure) and a way to end it. */
@@ -67,6 +78,9 @@ export interface CommandSpawnerOptions {
 // Matches spawner.c.
 const REQ_RUN = 1;
 const REQ_KILL = 2;
+const REQ_RUN_KEEP = 3;
+const KEEP_SLOTS = 64;
+const F_SAME_OUT = 16;
 const REP_STARTED = 1;
 const REP_DONE = 2;
 const PIPE_DRAIN_GRACE_MS = 1000;
@@ -99,6 +113,8 @@ interface Pending {
   reject(err: Error): void;
   pid: number | undefined;
   watchdog: NodeJS.Timeout | undefined;
+  /** Asked to keep stdout: only then may a reply say "the same". */
+  kept: boolean;
 }
 
 function u32(n: number): Buffer {
@@ -131,6 +147,7 @@ export class CommandSpawner {
   private stopped = false;
   /** Spawner processes started so far (restarts included); tests and metrics read it. */
   starts = 0;
+  private readonly slots = new Map<string, number>();
 
   constructor(opts: CommandSpawnerOptions = {}) {
     this.path = opts.path ?? defaultSpawnerPath();
@@ -155,6 +172,17 @@ export class CommandSpawner {
     return this.child?.pid;
   }
 
+  /**
+   * The slot where the spawner keeps `source`'s last stdout (spawner.c, "Kept
+   * output"), or undefined once every slot is taken: that source's output is
+   * then sent in full every time.
+   */
+  slotFor(source: string): number | undefined {
+    let slot = this.slots.get(source);
+    if (slot === undefined && this.slots.size < KEEP_SLOTS) this.slots.set(source, (slot = this.slots.size));
+    return slot;
+  }
+
   /** Starts the process now (early, while the gateway is small); later requests reuse it. */
   warm(): void {
     this.ensure();
@@ -175,10 +203,11 @@ export class CommandSpawner {
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffff_fff0 ? 1 : this.nextId + 1;
     const parts: Buffer[] = [
-      u32(REQ_RUN),
+      u32(req.keep ? REQ_RUN_KEEP : REQ_RUN),
       u32(id),
       u32(req.timeoutMs === undefined ? NO_TIMEOUT : Math.min(Math.max(0, Math.ceil(req.timeoutMs)), NO_TIMEOUT - 1)),
       u32(Math.min(Math.max(0, req.maxOutputBytes), 0xffff_ffff)),
+      ...(req.keep ? [u32(req.keep.slot), u32(req.keep.held)] : []),
       u32(req.argv.length),
       u32(env.length),
       ...str(req.path),
@@ -202,7 +231,7 @@ export class CommandSpawner {
               this.logger?.warn({ spawnerPid: child.pid, timeoutMs: req.timeoutMs }, "command spawner did not answer in time: killing and restarting it");
               this.kill(child, "did not answer in time");
             }, Math.min(MAX_TIMER_MS, req.timeoutMs + PIPE_DRAIN_GRACE_MS + this.marginMs));
-      this.pending.set(id, { resolve, reject, pid: undefined, watchdog });
+      this.pending.set(id, { resolve, reject, pid: undefined, watchdog, kept: req.keep !== undefined });
     });
     child.stdin.write(Buffer.concat([u32(body.length), body]));
     return {
@@ -344,6 +373,8 @@ export class CommandSpawner {
     if (f.length < 32 + outLen) return false;
     const errLen = f.readUInt32LE(28 + outLen);
     if (f.length !== 32 + outLen + errLen) return false;
+    const same = (flags & F_SAME_OUT) !== 0;
+    if (same && (outLen !== 0 || (p && !p.kept))) return false;
     if (!p) return true;
     this.pending.delete(f.readUInt32LE(4));
     clearTimeout(p.watchdog);
@@ -361,6 +392,8 @@ export class CommandSpawner {
       signal: exited && sig > 0 ? (SIGNAL_NAMES.get(sig) ?? null) : null,
       stdout: Buffer.from(f.subarray(28, 28 + outLen)),
       stderr: Buffer.from(f.subarray(32 + outLen, 32 + outLen + errLen)),
+      stdoutSame: same,
+      token: f.readUInt32LE(4),
     });
     return true;
   }
