@@ -26,6 +26,7 @@ const METRICS = [
   "probegate_kube_last_successful_write_timestamp_seconds", "probegate_kube_out_of_sync",
   "probegate_storage_health", "probegate_volume_health", "probegate_volume_health_entries",
   "probegate_volume_health_entries_dropped", "probegate_storage_events_total", "probegate_check_evaluations_total",
+  "probegate_command_spawner_restarts_total", "probegate_command_spawner_state",
 ];
 const family = (name: string) => name.replace(/_(bucket|sum|count)$/, "");
 const exprs: string[] = dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr));

@@ -5,7 +5,7 @@
 
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -83,6 +83,18 @@ function childrenOf(ppid: number): Array<{ pid: number; comm: string }> {
 
 const readPids = (): number[] => readFileSync(join(dir, "pids"), "utf8").split(" ").map(Number);
 
+/** The spawner's metrics as a running gateway exports them: 0/1 per state, and the restarts counter. */
+async function spawnerMetrics(gw: GatewayProcess): Promise<{ states: Record<string, number>; restarts: number | undefined }> {
+  const text = await (await fetch(`http://${gw.http}/metrics`)).text();
+  const states: Record<string, number> = {};
+  for (const m of text.matchAll(/^probegate_command_spawner_state\{state="(\w+)"\} (\S+)$/gm)) states[m[1]!] = Number(m[2]);
+  const restarts = /^probegate_command_spawner_restarts_total (\S+)$/m.exec(text);
+  return { states, restarts: restarts ? Number(restarts[1]) : undefined };
+}
+const ACTIVE = { active: 1, fallback: 0, off: 0 };
+
+const isSpawner = (c: { comm: string }) => c.comm.startsWith("probegate-spaw");
+
 describe.skipIf(SPAWNER === undefined)("command spawner", () => {
   it("fails the command in flight when the spawner is killed, and runs the next one in a new spawner", async () => {
     const s = newSpawner();
@@ -99,6 +111,7 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
     const next = await runCommand(spec(["echo", "again"], { spawner: s }));
     expect(next).toMatchObject({ ok: true, stdout: "again\n" });
     expect(s.starts).toBe(2);
+    expect(s.restarts).toBe(1);
     expect(s.pid).not.toBe(first);
     expect(s.fallbackReason).toBeUndefined();
   });
@@ -114,6 +127,7 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
     await until("the wedged spawner to be gone", () => !isAlive(wedged));
     expect(await runCommand(spec(["echo", "next"], { spawner: s }))).toMatchObject({ ok: true, stdout: "next\n" });
     expect(s.pid).not.toBe(wedged);
+    expect(s.restarts).toBe(1);
   });
 
   it("kills the group of a command whose spawner died (nothing it started outlives it)", async () => {
@@ -435,8 +449,44 @@ describe.skipIf(SPAWNER === undefined)("a running gateway", () => {
         } else expect(pid).toBe(gw.child.pid);
       }
       await untilReadyz(gw, (r) => /\[\+\]lnet-nets ok/.test(r.text), "lnet-nets passing on the real tool's output");
+      expect(await spawnerMetrics(gw)).toEqual({ states: flag === "on" ? ACTIVE : { active: 0, fallback: 0, off: 1 }, restarts: 0 });
     });
   }
+
+  it("replaces a killed spawner and counts it in probegate_command_spawner_restarts_total", async () => {
+    node = fakeLnet({ base: "healthy" });
+    gw = await startGatewayProcess(
+      [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", `--plugins-dir=${join(ROOT, "dist", "plugins")}`],
+      { env: node.env },
+    );
+    const first = await until("the spawner", () => childrenOf(gw!.child.pid!).find(isSpawner));
+    expect(await spawnerMetrics(gw)).toEqual({ states: ACTIVE, restarts: 0 });
+    process.kill(first.pid, "SIGKILL");
+    // The next round's commands start a new one.
+    await until("a new spawner", () => childrenOf(gw!.child.pid!).find((c) => isSpawner(c) && c.pid !== first.pid));
+    expect(await spawnerMetrics(gw)).toEqual({ states: ACTIVE, restarts: 1 });
+    await untilReadyz(gw, (r) => /\[\+\]lnet-nets ok/.test(r.text), "lnet-nets passing through the new spawner");
+  });
+
+  it("shows state fallback when installed without the spawner binary, and runs the commands itself", async () => {
+    // The image's runtime file set (deploy/Dockerfile) without dist/native/.
+    const install = join(dir, "install");
+    for (const part of ["package.json", "bin", "dist/gateway/bundle", "dist/gateway/src", "dist/gateway/gen"]) {
+      cpSync(join(ROOT, part), join(install, part), { recursive: true });
+    }
+    symlinkSync(join(ROOT, "node_modules"), join(install, "node_modules"));
+    node = fakeLnet({ base: "healthy" });
+    const { env, record } = recordingPath(node);
+    gw = await startGatewayProcess(
+      [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", `--plugins-dir=${join(ROOT, "dist", "plugins")}`, "--command-spawner=on"],
+      { env, bin: join(install, "bin", "probegate.js") },
+    );
+    await untilReadyz(gw, (r) => /\[\+\]lnet-nets ok/.test(r.text), "lnet-nets passing on the real tool's output");
+    for (const p of readFileSync(record, "utf8").trim().split("\n")) expect(Number(p.slice(0, p.indexOf(" ")))).toBe(gw.child.pid);
+    expect(childrenOf(gw.child.pid!).filter(isSpawner)).toEqual([]);
+    expect(await spawnerMetrics(gw)).toEqual({ states: { active: 0, fallback: 1, off: 0 }, restarts: 0 });
+    expect(gw.logs().find((l) => String(l.msg).startsWith("command spawner not used"))).toMatchObject({ reason: expect.stringMatching(/probegate-spawner not found/) });
+  });
 
   it("ends the spawner and the commands it runs when the gateway is killed", async () => {
     node = fakeLnet({ base: "healthy", netShow: { out: "net:\n", delayMs: 600_000 } });

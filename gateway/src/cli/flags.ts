@@ -170,7 +170,7 @@ export const FLAGS = [
   flag({ group: "Checks", name: "statfs-timeout", arg: "DURATION", default: "5s", parse: durationAtLeast(1),
     help: "A volume's statfs (stat -f in a child process, run like lnetctl) still running after this is reported hung. It is not started again while it runs: at most one per mount path, however long the hang." }),
   flag({ group: "Checks", name: "command-spawner", arg: "on|off", default: "on", parse: oneOf(["on", "off"]),
-    help: "on: source commands (lnetctl, lctl, --sources commands) are started by a small resident helper (dist/native/probegate-spawner, started once at startup) with posix_spawn, instead of a fork of the gateway each (1-3 ms of gateway CPU per command). Same argv, environment, limits and results either way; when the helper is not built or keeps failing, the gateway starts them itself and logs it once." }),
+    help: "on: source commands (lnetctl, lctl, --sources commands) are started by a small resident helper (dist/native/probegate-spawner, started once at startup) with posix_spawn, instead of a fork of the gateway each (1-3 ms of gateway CPU per command). Same argv, environment, limits and results either way; when the helper is not built or keeps failing, the gateway starts them itself, logs it once and shows probegate_command_spawner_state{state=\"fallback\"}." }),
   flag({ group: "Checks", name: "demo", arg: "auto|off|SCENARIO", default: "off",
     help: "Serve a built-in demo node (fake lnetctl/lctl, procfs and sysfs). 'auto' uses it only when lnetctl is not on PATH. Scenarios: healthy, ni-down, lnet-down." }),
   flag({ group: "Gateway mode", name: "upstream", arg: "ENDPOINT", parse: endpoint,

@@ -134,6 +134,8 @@ export async function main(argv: string[]): Promise<number> {
 
   // The storage and volume health gauges read the engine's view at each scrape.
   if (checks.health) metrics.storageHealth.attach(checks.health.view);
+  // The spawner's read the catalog's spawner (none with --command-spawner=off: state off).
+  metrics.commandSpawner.attach(checks.catalog.spawner);
   const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;
 
   let reporting: NodeReportingStarter | undefined;

@@ -3,30 +3,18 @@ import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { buildCheckInput, type RoundInfo } from "./check-input.js";
 import type { SourceCatalog, SourceResult } from "./sources/index.js";
 
-/** What running a plugin takes: the runtime that holds it, the catalog its sources come from, the gateway's mode. */
+/**
+ * What running a plugin takes: the runtime that holds it, the catalog its
+ * sources come from, the gateway's mode. Running is split in two halves
+ * (readPluginSources, then runPluginOn unless a stable verdict stands) so
+ * the scheduled rounds and the volume checks can tell from the sources read
+ * whether check() needs to run at all; both call the same halves, so a
+ * plugin sees the same input either way.
+ */
 export interface PluginRunDeps {
   runtime: Pick<PluginRuntime, "runCheck">;
   catalog: Pick<SourceCatalog, "read">;
   mode: Mode;
-}
-
-/**
- * Runs one plugin once: reads the sources it names with the facts known so
- * far, then its check() with its configuration; also gives the names of the
- * sources whose program could not be started (missing tool). The scheduled
- * rounds and the volume checks call its two halves (readPluginSources, then
- * runPluginOn unless a stable verdict stands), so a plugin sees the same
- * input either way. Never rejects (neither read() nor runCheck() does).
- */
-export async function runPluginWithSources(
-  deps: PluginRunDeps,
-  p: LoadedPlugin,
-  facts: Readonly<Record<string, string>>,
-  round?: Readonly<RoundInfo>,
-): Promise<{ outcome: CheckOutcome; missingTools: string[] }> {
-  const sources = await readPluginSources(deps, p, facts);
-  const outcome = await runPluginOn(deps, p, sources, facts, round);
-  return { outcome, missingTools: missingTools(sources) };
 }
 
 /** The names of the sources whose program could not be started (missing tool). */

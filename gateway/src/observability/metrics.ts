@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { CommandSpawnerMetrics } from "./spawner-metrics.js";
 import { StorageHealthMetrics } from "./storage-metrics.js";
 
 /**
@@ -161,6 +162,9 @@ export class Metrics {
 
   /** Storage and volume health, read from the health view at each scrape (attach() it once it exists). */
   readonly storageHealth = new StorageHealthMetrics(this.registry);
+
+  /** The command spawner's restarts and state, read from it at each scrape (attach() the catalog's). */
+  readonly commandSpawner = new CommandSpawnerMetrics(this.registry);
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     // prom-client samples event-loop delay with a timer at this resolution;

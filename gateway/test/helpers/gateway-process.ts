@@ -53,6 +53,8 @@ export async function startGatewayProcess(
     waitFor?: "started" | "exit";
     /** Node flags before the script, e.g. the image's (IMAGE_NODE_FLAGS). */
     nodeArgs?: string[];
+    /** Another install's bin/probegate.js (a copy laid out otherwise); default: this checkout's. */
+    bin?: string;
   } = {},
 ): Promise<GatewayProcess> {
   if (!fs.existsSync(path.join(ROOT, "dist/gateway/src/cli/main.js"))) {
@@ -67,7 +69,7 @@ export async function startGatewayProcess(
   const modeChosen = args.some((a) => a.startsWith("--mode"));
   const fullArgs = [
     ...(opts.nodeArgs ?? []),
-    BIN,
+    opts.bin ?? BIN,
     `--csi-endpoint=unix://${socket}`,
     "--http-endpoint=127.0.0.1:0",
     "--log-level=debug",

@@ -145,7 +145,7 @@ export class CommandSpawner {
   private notBefore = 0;
   private fallback: string | undefined;
   private stopped = false;
-  /** Spawner processes started so far (restarts included); tests and metrics read it. */
+  /** Spawner processes started so far (restarts included); tests read it. */
   starts = 0;
   private readonly slots = new Map<string, number>();
 
@@ -160,6 +160,14 @@ export class CommandSpawner {
         "info",
       );
     }
+  }
+
+  /**
+   * Spawner processes started to replace one that died or was killed as
+   * wedged (every start after the first); the metrics read it.
+   */
+  get restarts(): number {
+    return Math.max(0, this.starts - 1);
   }
 
   /** Why commands go the direct way for good, or undefined while the spawner serves them. */
