@@ -10,6 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { LibCostResult } from "./load/lib-cost.js";
 import { runH2load, type H2loadParams } from "./load/h2load.js";
+import { PROBEGATE_NODE_ENV } from "./lib/launch.js";
 import { sleep } from "./lib/net.js";
 import { rssBytes } from "./lib/proc.js";
 import { type RunningServer, startServer } from "./lib/server.js";
@@ -107,7 +108,7 @@ export async function measureFootprint(o: FootprintOptions): Promise<FootprintRu
     errors: [],
   };
   // Bare node, idle.
-  const bare = spawn(o.node.bin, [...o.nodeFlags, "-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore" });
+  const bare = spawn(o.node.bin, [...o.nodeFlags, "-e", "setInterval(() => {}, 1 << 30)"], { stdio: "ignore", env: { ...process.env, ...PROBEGATE_NODE_ENV } });
   await sleep(1000);
   run.bare = await point(bare.pid!);
   bare.kill("SIGKILL");

@@ -23,7 +23,7 @@ import { grpcFrame, PROBE_PATH } from "./lib/grpc.js";
 import { isMain } from "./lib/main.js";
 import { repoRoot } from "./lib/paths.js";
 import { cpuSample, rssBytes } from "./lib/proc.js";
-import { PROBEGATE_NODE_FLAGS } from "./targets.js";
+import { PROBEGATE_NODE_ENV, PROBEGATE_NODE_FLAGS } from "./lib/launch.js";
 
 const root = repoRoot();
 export const STORAGE_PATH = "/csi.v1.Node/NodeGetStorageHealth";
@@ -173,7 +173,7 @@ export async function startGateway(node: FakeNode, args: string[], pluginsDir = 
       "--log-level=warn",
       ...args,
     ],
-    { env: node.env, stdio: ["ignore", "ignore", "pipe"] },
+    { env: { ...node.env, ...PROBEGATE_NODE_ENV }, stdio: ["ignore", "ignore", "pipe"] },
   );
   let err = "";
   child.stderr!.on("data", (d) => (err = (err + d).slice(-4000)));

@@ -18,6 +18,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { FakeKubeApi, type RequestRecord } from "../gateway/test/helpers/fake-kube-api.js";
+import { PROBEGATE_NODE_ENV } from "./lib/launch.js";
 import { isMain } from "./lib/main.js";
 import { resolveNode24 } from "./lib/node24.js";
 import { repoRoot } from "./lib/paths.js";
@@ -72,7 +73,7 @@ async function start(args: string[], env: NodeJS.ProcessEnv, dir: string, launch
       "--log-level=info",
       ...args,
     ],
-    { env, stdio: ["ignore", "ignore", "pipe"] },
+    { env: { ...env, ...PROBEGATE_NODE_ENV }, stdio: ["ignore", "ignore", "pipe"] },
   );
   let err = "";
   const http = await new Promise<string>((resolve, reject) => {

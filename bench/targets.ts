@@ -2,6 +2,8 @@
 // its arguments here (or with PROBEGATE_BENCH_ARGS, whitespace-separated, which
 // replaces `extraArgs`) without touching the harness.
 
+import { PROBEGATE_NODE_ENV, PROBEGATE_NODE_FLAGS } from "./lib/launch.js";
+
 export interface ServerCtx {
   root: string;
   socket: string;
@@ -30,8 +32,6 @@ export interface ServerTarget {
 
 const node = process.execPath;
 
-/** The node flags of the bin/probegate.js shebang, npm start and the image. */
-export const PROBEGATE_NODE_FLAGS = ["--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", "--max-old-space-size=48"];
 
 const BENCH_ARGS = process.env.PROBEGATE_BENCH_ARGS?.trim() ? process.env.PROBEGATE_BENCH_ARGS.trim().split(/\s+/) : undefined;
 
@@ -76,7 +76,7 @@ export const TARGETS: ServerTarget[] = [
           "--log-level", "warn",
           ...nodeArgs.args,
         ],
-        env: nodeArgs.env,
+        env: { ...nodeArgs.env, ...PROBEGATE_NODE_ENV },
       };
     },
   },

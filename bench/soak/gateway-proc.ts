@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { PROBEGATE_NODE_ENV } from "../lib/launch.js";
 import { rssBytes } from "../lib/proc.js";
 
 export interface LogCounts {
@@ -69,7 +70,7 @@ export class GatewayProc {
     const child = spawn(
       process.execPath,
       ["--no-node-snapshot", "--no-maglev", "--max-semi-space-size=1", `--max-old-space-size=${spec.heapMiB}`, path.join(spec.root, "bin/probegate.js"), ...spec.args],
-      { env: spec.env, stdio: ["ignore", "ignore", "pipe"] },
+      { env: { ...spec.env, ...PROBEGATE_NODE_ENV }, stdio: ["ignore", "ignore", "pipe"] },
     );
     this.child = child;
     this.pid = child.pid!;

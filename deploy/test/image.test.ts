@@ -4,6 +4,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { PROBEGATE_NODE_ENV, PROBEGATE_NODE_FLAGS } from "../../bench/lib/launch.js";
 import { DEPLOY, REPO } from "./lib/paths.js";
 
 const text = readFileSync(path.join(DEPLOY, "Dockerfile"), "utf8");
@@ -23,6 +24,28 @@ function glob(base: string, pattern: string): string[] {
   return existsSync(path.join(base, dir)) ? readdirSync(path.join(base, dir)).filter((f) => re.test(f)).map((f) => path.join(dir, f)) : [];
 }
 const pkg = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8"));
+
+/** `ENV A=1 B=2` lines of a stage (no quoting is used in ours). */
+function envOf(body: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of body.filter((l) => /^ENV\s/.test(l))) {
+    for (const pair of l.replace(/^ENV\s+/, "").trim().split(/\s+/)) {
+      const eq = pair.indexOf("=");
+      out[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+  }
+  return out;
+}
+
+/** `A=1 node --flag … bin/probegate.js`, as a shebang's `env -S` or npm's sh takes it: the assignments and the node flags. */
+function launchOf(words: string[]): { env: Record<string, string>; flags: string[] } {
+  const env: Record<string, string> = {};
+  let i = 0;
+  for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i]!); i++) env[words[i]!.slice(0, words[i]!.indexOf("="))] = words[i]!.slice(words[i]!.indexOf("=") + 1);
+  expect(words[i]).toBe("node");
+  const flags = words.slice(i + 1).filter((w) => w.startsWith("--") && !/^--demo/.test(w));
+  return { env, flags };
+}
 
 describe("deploy/Dockerfile", () => {
   it("is multi-stage: a full Node build stage and a slim runtime", () => {
@@ -94,7 +117,12 @@ describe("deploy/Dockerfile", () => {
       }
       const bin = path.join(root, workdir, "bin/probegate.js");
       const flags = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(runtime.body.join("\n"))![1]!) as string[];
-      const run = spawnSync(process.execPath, [...flags.slice(1, -1), bin, "--version"], { encoding: "utf8", cwd: "/", timeout: 30_000 });
+      const run = spawnSync(process.execPath, [...flags.slice(1, -1), bin, "--version"], {
+        encoding: "utf8",
+        cwd: "/",
+        timeout: 30_000,
+        env: { ...process.env, ...envOf(runtime.body) },
+      });
       expect(run.stderr).toBe("");
       expect(run.status).toBe(0);
       expect(run.stdout).toMatch(/^probegate \d+\.\d+\.\d+/);
@@ -103,6 +131,22 @@ describe("deploy/Dockerfile", () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+
+  // The flags and the allocator setting are measured as a set (bench/lib/launch.ts):
+  // each way of starting the gateway must give node all of them.
+  it("starts node with the same flags and environment as the shebang, npm start and the benches", () => {
+    const entrypoint = JSON.parse(/^ENTRYPOINT\s+(\[.*\])$/m.exec(runtime.body.join("\n"))![1]!) as string[];
+    const image = { env: envOf(runtime.body), flags: entrypoint.slice(1, -1) };
+    const shebang = launchOf(readFileSync(path.join(REPO, "bin/probegate.js"), "utf8").split("\n")[0]!.replace(/^#!\/usr\/bin\/env -S /, "").split(" "));
+    const start = launchOf((pkg.scripts.start as string).split("&&").at(-1)!.trim().split(/\s+/));
+    expect(image.env).toMatchObject(PROBEGATE_NODE_ENV);
+    for (const l of [shebang, start]) {
+      expect(l.env).toEqual(PROBEGATE_NODE_ENV);
+      expect(l.flags).toEqual(PROBEGATE_NODE_FLAGS);
+    }
+    expect(image.flags).toEqual(PROBEGATE_NODE_FLAGS);
+    expect(PROBEGATE_NODE_ENV).toEqual({ MALLOC_MMAP_THRESHOLD_: "131072" });
   });
 
   it("runs as non-root by default and carries nsenter for the node pod's --command-prefix", () => {

@@ -49,6 +49,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -447,6 +448,14 @@ static int read_requests(void) {
 }
 
 int main(void) {
+  /* An output buffer of hundreds of KiB is allocated and freed every few
+     seconds. glibc maps one that size and unmaps it on free, but after the
+     first such free it raises its threshold to that size and serves the next
+     ones from its heap, which it keeps: the process would hold a spare copy of
+     the largest output for good. A fixed threshold keeps them mapped. */
+#ifdef M_MMAP_THRESHOLD
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
   /* Nothing the gateway left open reaches a command: close all but 0-2. */
   long maxfd = sysconf(_SC_OPEN_MAX);
   if (maxfd < 0 || maxfd > 65536) maxfd = 65536;
