@@ -22,7 +22,7 @@ import { pathToFileURL } from "node:url";
 import { grpcFrame, PROBE_PATH } from "./lib/grpc.js";
 import { isMain } from "./lib/main.js";
 import { repoRoot } from "./lib/paths.js";
-import { cpuSample, rssBytes } from "./lib/proc.js";
+import { cpuSample, rssBytes, spawnerRssBytes } from "./lib/proc.js";
 import { PROBEGATE_NODE_ENV, PROBEGATE_NODE_FLAGS } from "./lib/launch.js";
 
 const root = repoRoot();
@@ -151,7 +151,14 @@ export interface Gw {
   stop(): Promise<void>;
 }
 
-export async function startGateway(node: FakeNode, args: string[], pluginsDir = path.join(root, "dist/plugins")): Promise<Gw> {
+/** Which build to start, and how: this checkout as it ships, or a peer build as it shipped (its own env). */
+export interface Launch {
+  root: string;
+  env: Record<string, string>;
+}
+export const THIS_BUILD: Launch = { root, env: PROBEGATE_NODE_ENV };
+
+export async function startGateway(node: FakeNode, args: string[], pluginsDir?: string, launch: Launch = THIS_BUILD): Promise<Gw> {
   const socket = path.join(node.dir, "csi.sock");
   const port = await new Promise<number>((res) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => {
@@ -163,24 +170,24 @@ export async function startGateway(node: FakeNode, args: string[], pluginsDir = 
     process.execPath,
     [
       ...PROBEGATE_NODE_FLAGS,
-      path.join(root, "bin/probegate.js"),
+      path.join(launch.root, "bin/probegate.js"),
       `--csi-endpoint=unix://${socket}`,
       `--http-endpoint=127.0.0.1:${port}`,
-      `--plugins-dir=${pluginsDir}`,
+      `--plugins-dir=${pluginsDir ?? path.join(launch.root, "dist/plugins")}`,
       `--path.procfs=${path.join(node.dir, "proc")}`,
       `--path.sysfs=${path.join(node.dir, "sys")}`,
       `--kubelet-dir=${node.kubeletDir}`,
       "--log-level=warn",
       ...args,
     ],
-    { env: { ...node.env, ...PROBEGATE_NODE_ENV }, stdio: ["ignore", "ignore", "pipe"] },
+    { env: { ...node.env, ...launch.env }, stdio: ["ignore", "ignore", "pipe"] },
   );
   let err = "";
   child.stderr!.on("data", (d) => (err = (err + d).slice(-4000)));
   const httpAddr = `127.0.0.1:${port}`;
   // A gateway given only health checks has no readiness check and is never
   // ready (NoChecks): for it, up means live.
-  const readyPath = pluginsDir === path.join(root, "dist/plugins") ? "readyz" : "livez";
+  const readyPath = pluginsDir === undefined ? "readyz" : "livez";
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`probegate exited: ${err}`);
     try {
@@ -325,8 +332,10 @@ export interface RoundRow {
   gatewayMsPerRound: number;
   /** Its children's (fake tools, statfs probes) CPU per round, ms. */
   childrenMsPerRound: number;
-  /** Median RSS over the second half of the window. */
+  /** Median RSS over the second half of the window: the gateway's plus its command spawner's (memory the node pays for both). */
   rssMiB: number;
+  /** The spawner's part of it (median over the same samples). */
+  spawnerRssMiB: number;
   /** Bytes of the state listing (`lctl get_param *.state`) and of the import listing the fake prints. */
   statesKiB: number;
   importsKiB: number;
@@ -349,6 +358,8 @@ export interface RoundOptions extends NodeShape {
   plugins?: "health" | "all";
   /** More gateway flags, e.g. --command-spawner=off. */
   args?: string[];
+  /** Another build (rssAgainstPeer); default this one. */
+  launch?: Launch;
   seconds?: number;
   intervalS?: number;
 }
@@ -367,9 +378,9 @@ export async function roundCost(volumes: number, osts: number, o: RoundOptions =
   if (plugins === "health") {
     pluginsDir = path.join(node.dir, "plugins");
     fs.mkdirSync(pluginsDir);
-    for (const p of HEALTH_PLUGINS) fs.copyFileSync(path.join(root, "dist/plugins", `${p}.wasm`), path.join(pluginsDir, `${p}.wasm`));
+    for (const p of HEALTH_PLUGINS) fs.copyFileSync(path.join((o.launch ?? THIS_BUILD).root, "dist/plugins", `${p}.wasm`), path.join(pluginsDir, `${p}.wasm`));
   }
-  const gw = await startGateway(node, [`--check-interval=${o.intervalS ?? 5}s`, ...(o.args ?? [])], pluginsDir);
+  const gw = await startGateway(node, [`--check-interval=${o.intervalS ?? 5}s`, ...(o.args ?? [])], pluginsDir, o.launch);
   try {
     const rounds = () => metricSum(gw.http, "probegate_check_runs_total", (l) => l.includes('check="lustre-imports"'));
     // Let the first rounds (discovery, first evaluations, JIT) pass.
@@ -377,15 +388,21 @@ export async function roundCost(volumes: number, osts: number, o: RoundOptions =
     const r0 = await rounds();
     const c0 = cpuSample(gw.pid);
     const rss: number[] = [];
+    const spawnerRss: number[] = [];
     const t0 = Date.now();
     while (Date.now() - t0 < seconds * 1000) {
       await sleep(1000);
-      if (Date.now() - t0 > (seconds * 1000) / 2) rss.push(rssBytes(gw.pid) / 2 ** 20);
+      if (Date.now() - t0 > (seconds * 1000) / 2) {
+        const sp = spawnerRssBytes(gw.pid) / 2 ** 20;
+        spawnerRss.push(sp);
+        rss.push(rssBytes(gw.pid) / 2 ** 20 + sp);
+      }
     }
     const c1 = cpuSample(gw.pid);
     const r1 = await rounds();
     const n = Math.max(1, r1 - r0);
     rss.sort((x, y) => x - y);
+    spawnerRss.sort((x, y) => x - y);
     return {
       volumes,
       osts,
@@ -396,6 +413,7 @@ export async function roundCost(volumes: number, osts: number, o: RoundOptions =
       gatewayMsPerRound: ((c1.sched - c0.sched) * 1000) / n,
       childrenMsPerRound: ((c1.children - c0.children) * 1000) / n,
       rssMiB: rss[rss.length >> 1] ?? rssBytes(gw.pid) / 2 ** 20,
+      spawnerRssMiB: spawnerRss[spawnerRss.length >> 1] ?? 0,
       statesKiB: fs.statSync(path.join(node.dir, "import_states.out")).size / 1024,
       importsKiB: fs.statSync(path.join(node.dir, "imports.out")).size / 1024,
     };
@@ -416,7 +434,7 @@ export function rpcTable(rows: RpcRow[]): string {
 
 export function roundTable(rows: RoundRow[]): string {
   return [
-    "| plugins | volumes | OSTs | mount per volume | history | states KiB | imports KiB | rounds | gateway CPU ms/round | children CPU ms/round | RSS MiB |",
+    "| plugins | volumes | OSTs | mount per volume | history | states KiB | imports KiB | rounds | gateway CPU ms/round | children CPU ms/round | RSS MiB (gateway + spawner) |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows.map(
       (r) =>
@@ -446,18 +464,19 @@ export const ROUND_ROWS: Array<[number, number, RoundOptions]> = [
 /**
  * RSS with 64 volumes against none (the two ROUND_ROWS the issue's target
  * compares), for this build and a peer build (`peerRoot`: another checkout's
- * root, its dist built), interleaved peer, this, peer, this so both see the
- * same minutes of a shared machine; `reps` times each.
+ * root, its dist built), both started by this harness, so both are counted
+ * alike (gateway plus spawner); the peer without this build's environment
+ * (bench/lib/launch.ts), as it shipped. Interleaved peer, this, peer, this so
+ * both see the same minutes of a shared machine; `reps` times each.
  */
-export async function rssAgainstPeer(peerRoot: string, reps = 2): Promise<Array<{ build: string; volumes: number; rssMiB: number }>> {
-  const peer = (await import(pathToFileURL(path.join(peerRoot, "dist/bench/health.js")).href)) as { roundCost: typeof roundCost };
-  const out: Array<{ build: string; volumes: number; rssMiB: number }> = [];
+export async function rssAgainstPeer(peerRoot: string, reps = 2): Promise<Array<{ build: string; volumes: number; rssMiB: number; spawnerRssMiB: number }>> {
+  const out: Array<{ build: string; volumes: number; rssMiB: number; spawnerRssMiB: number }> = [];
   for (let rep = 0; rep < reps; rep++) {
     for (const volumes of [0, 64]) {
-      for (const [build, cost] of [[peerRoot, peer.roundCost], [root, roundCost]] as const) {
-        const row = await cost(volumes, 64, { mountPerVolume: true });
-        console.error(JSON.stringify({ build, ...row }));
-        out.push({ build, volumes, rssMiB: row.rssMiB });
+      for (const launch of [{ root: peerRoot, env: {} }, THIS_BUILD]) {
+        const row = await roundCost(volumes, 64, { mountPerVolume: true, launch });
+        console.error(JSON.stringify({ build: launch.root, ...row }));
+        out.push({ build: launch.root, volumes, rssMiB: row.rssMiB, spawnerRssMiB: row.spawnerRssMiB });
       }
     }
   }
@@ -469,15 +488,16 @@ async function main(): Promise<void> {
     const peerRoot = process.argv[3];
     if (!peerRoot) throw new Error("usage: node dist/bench/health.js rss PEER_ROOT (a checkout with its dist built)");
     const rows = await rssAgainstPeer(path.resolve(peerRoot), Number(process.env.HEALTH_BENCH_REPS ?? 2));
-    const median = (b: string, v: number) => {
-      const xs = rows.filter((r) => r.build === b && r.volumes === v).map((r) => r.rssMiB).sort((x, y) => x - y);
+    const median = (b: string, v: number, pick: (r: (typeof rows)[number]) => number) => {
+      const xs = rows.filter((r) => r.build === b && r.volumes === v).map(pick).sort((x, y) => x - y);
       return xs[(xs.length - 1) >> 1]!;
     };
-    console.log("| build | RSS MiB, 0 volumes | RSS MiB, 64 volumes × 64 OSTs | 64 against none |\n|---|---|---|---|");
+    console.log("| build | RSS MiB, 0 volumes | RSS MiB, 64 volumes × 64 OSTs | 64 against none | of which the spawner |\n|---|---|---|---|---|");
     for (const b of [path.resolve(peerRoot), root]) {
-      const none = median(b, 0);
-      const full = median(b, 64);
-      console.log(`| ${b} | ${none.toFixed(1)} | ${full.toFixed(1)} | +${(full - none).toFixed(1)} |`);
+      const none = median(b, 0, (r) => r.rssMiB);
+      const full = median(b, 64, (r) => r.rssMiB);
+      const sp = median(b, 64, (r) => r.spawnerRssMiB) - median(b, 0, (r) => r.spawnerRssMiB);
+      console.log(`| ${b} | ${none.toFixed(1)} | ${full.toFixed(1)} | +${(full - none).toFixed(1)} | +${sp.toFixed(1)} |`);
     }
     return;
   }

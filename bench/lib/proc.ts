@@ -67,17 +67,42 @@ export interface SpawnerCpu {
   switches: number;
 }
 
-export function spawnerCpu(pid: number | "self"): SpawnerCpu {
+/** The gateway `pid`'s command spawner processes (one, or none) and their stat fields from field 3 on. */
+function spawners(pid: number | "self"): Array<{ pid: string; f: string[] }> {
   const parent = pid === "self" ? process.pid : pid;
-  const hz = clockTicks();
-  const out: SpawnerCpu = { schedSec: 0, selfSec: 0, reapedSec: 0, switches: 0 };
+  const out: Array<{ pid: string; f: string[] }> = [];
   for (const e of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(e)) continue;
     try {
       const raw = fs.readFileSync(`/proc/${e}/stat`, "utf8");
       const comm = raw.slice(raw.indexOf("(") + 1, raw.lastIndexOf(")"));
       const f = raw.slice(raw.lastIndexOf(")") + 2).split(" ");
-      if (Number(f[1]) !== parent || !comm.startsWith("probegate-spaw")) continue;
+      if (Number(f[1]) === parent && comm.startsWith("probegate-spaw")) out.push({ pid: e, f });
+    } catch {
+      // gone between readdir and read
+    }
+  }
+  return out;
+}
+
+/** The RSS of the gateway's command spawner (0 without one): memory the gateway costs the node, like its own. */
+export function spawnerRssBytes(pid: number | "self"): number {
+  let sum = 0;
+  for (const s of spawners(pid)) {
+    try {
+      sum += rssBytes(Number(s.pid));
+    } catch {
+      // exited since
+    }
+  }
+  return sum;
+}
+
+export function spawnerCpu(pid: number | "self"): SpawnerCpu {
+  const hz = clockTicks();
+  const out: SpawnerCpu = { schedSec: 0, selfSec: 0, reapedSec: 0, switches: 0 };
+  for (const { pid: e, f } of spawners(pid)) {
+    try {
       out.selfSec += (Number(f[11]) + Number(f[12])) / hz;
       out.reapedSec += (Number(f[13]) + Number(f[14])) / hz;
       out.schedSec += Number(fs.readFileSync(`/proc/${e}/schedstat`, "utf8").split(" ")[0]) / 1e9;
