@@ -1,4 +1,4 @@
-// `node dist/bench/growth.js [--duration 8m] [--warmup 2m] [--stressors control,fuzz,flood,burst,kube,faults,churn] [--env 'NAME=V ...'] [--out FILE]`:
+// `node dist/bench/growth.js [--duration 8m] [--warmup 2m] [--stressors 'control;fuzz;all@MALLOC_ARENA_MAX=2'] [--env 'NAME=V ...'] [--out FILE]`:
 // which of the soak's stressors makes a node-mode gateway's memory grow. One
 // gateway per stressor, all started like the soak starts them (the image's
 // node flags, node mode, bundled plugins) and run side by side for the same
@@ -7,7 +7,12 @@
 // none). Every 2 s: RSS, smaps_rollup Anonymous, the main malloc arena
 // ([heap]), and V8's heap used/committed, external and per-space use from the
 // gateway's own /metrics. At the end, Theil–Sen slopes (bench/soak/stats.ts,
-// of 30 s window minima) after the warm-up, per series. Measures; asserts nothing.
+// of 30 s window minima) after the warm-up, per series. `all` is every
+// stressor at once (the soak's node-mode gateway, floods and bursts every
+// minute). A rig's own environment (`all@MALLOC_ARENA_MAX=2`) compares malloc
+// settings; with `NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=DIR`
+// the rig writes a heap snapshot at the end of the warm-up and at the end.
+// Measures; asserts nothing.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -29,7 +34,7 @@ import { theilSen, windowMinima } from "./soak/stats.js";
 import { HealthCalls, type Target } from "./soak/traffic.js";
 import { fetchMetrics, parseV8Metrics } from "./soak/v8-metrics.js";
 
-export const STRESSORS = ["control", "fuzz", "flood", "burst", "kube", "faults", "churn"] as const;
+export const STRESSORS = ["control", "fuzz", "flood", "burst", "kube", "faults", "churn", "all"] as const;
 export type Stressor = (typeof STRESSORS)[number];
 
 export interface GrowthSample {
@@ -100,34 +105,51 @@ const SERIES: Array<[string, (s: GrowthSample) => number]> = [
 interface Options {
   durationMs: number;
   warmupMs: number;
-  stressors: Stressor[];
+  /** Each a stressor, optionally with its own environment: `all@MALLOC_ARENA_MAX=2,NODE_OPTIONS=...`. */
+  stressors: string[];
   env: string;
   out?: string;
 }
 
-export async function growth(o: Options): Promise<{ meta: object; gateways: Array<{ stressor: Stressor; counts: Record<string, number>; slopes: Record<string, number>; start: GrowthSample | undefined; end: GrowthSample | undefined; samples: GrowthSample[] }> }> {
+/** "fuzz" or "all@NAME=VALUE,NAME=VALUE": the stressor and the rig's own environment. */
+export function parseRigSpec(spec: string): { stressor: Stressor; env: Record<string, string> } {
+  const at = spec.indexOf("@");
+  const stressor = (at < 0 ? spec : spec.slice(0, at)) as Stressor;
+  if (!STRESSORS.includes(stressor)) throw new Error(`--stressors: ${JSON.stringify(spec)}: not one of ${STRESSORS.join(", ")}`);
+  const env: Record<string, string> = {};
+  for (const kv of at < 0 ? [] : spec.slice(at + 1).split(",")) {
+    const i = kv.indexOf("=");
+    if (i <= 0) throw new Error(`--stressors: ${JSON.stringify(kv)} is not NAME=VALUE`);
+    env[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  return { stressor, env };
+}
+
+export async function growth(o: Options): Promise<{ meta: object; gateways: Array<{ stressor: string; counts: Record<string, number>; slopes: Record<string, number>; start: GrowthSample | undefined; end: GrowthSample | undefined; samples: GrowthSample[] }> }> {
   const root = repoRoot();
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "probegate-growth-"));
   const rng = new Rng(32);
   const bundledDir = path.join(root, "dist/plugins");
   const bundled = new Map(fs.readdirSync(bundledDir).filter((f) => f.endsWith(".wasm")).map((f) => [f, fs.readFileSync(path.join(bundledDir, f))] as [string, Uint8Array]));
-  const kinds = o.stressors.includes("churn") ? await compileKinds(root) : [];
+  const specs = o.stressors.map((x) => ({ label: x, ...parseRigSpec(x) }));
+  const kinds = specs.some((x) => x.stressor === "churn" || x.stressor === "all") ? await compileKinds(root) : [];
   const extraEnv = Object.fromEntries(o.env.split(" ").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
   const t0 = Date.now();
-  let kube: FakeKubeApi | undefined;
   const cleanups: Array<() => void> = [];
   const rigs = await Promise.all(
-    o.stressors.map(async (stressor, i) => {
-      const dir = path.join(work, stressor);
+    specs.map(async ({ label, stressor, env: rigEnv }, i) => {
+      const has = (s: Stressor) => stressor === s || (stressor === "all" && s !== "control");
+      const dir = path.join(work, `rig${i}`);
       fs.mkdirSync(dir, { recursive: true });
       const lnet = new LnetFaults(dir, new Rng(100 + i));
       cleanups.push(() => lnet.cleanup());
-      const lustre = stressor === "faults" ? await LustreFaults.create(root, lnet.node.dir, lnet.node.procfs, lnet.binDir, dir, new Rng(200 + i)) : undefined;
+      const lustre = has("faults") ? await LustreFaults.create(root, lnet.node.dir, lnet.node.procfs, lnet.binDir, dir, new Rng(200 + i)) : undefined;
       const plugins = new PlainDir(path.join(dir, "plugins"));
-      const churn = stressor === "churn" ? new PluginChurn(plugins, bundled, kinds, new Rng(300 + i)) : undefined;
+      const churn = has("churn") ? new PluginChurn(plugins, bundled, kinds, new Rng(300 + i)) : undefined;
       if (!churn) for (const [f, b] of bundled) plugins.put(f, b);
       let kubeArgs: string[] = [];
-      if (stressor === "kube") {
+      let kube: FakeKubeApi | undefined;
+      if (has("kube")) {
         kube = await new FakeKubeApi({ tokens: { "growth-token": "growth-node" } }).start();
         kube.addNode("growth-node");
         kube.setCSINode("growth-node", ["probegate.csi.io"]);
@@ -137,8 +159,8 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
       }
       const sock = path.join(dir, "g.sock");
       const args = [`--csi-endpoint=unix://${sock}`, `--plugins-dir=${plugins.dir}`, ...kubeArgs, "--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, "--check-interval=2000ms", `--kubelet-dir=${path.join(dir, "kubelet")}`, "--log-level=info"];
-      const g = new GatewayProc({ name: stressor, root, socket: sock, env: { ...lnet.env(), ...extraEnv }, heapMiB: 48, args }, t0);
-      return { stressor, g, lnet, lustre, churn, samples: [] as GrowthSample[], counts: {} as Record<string, number> };
+      const g = new GatewayProc({ name: label, root, socket: sock, env: { ...lnet.env(), ...extraEnv, ...rigEnv }, heapMiB: 48, args }, t0);
+      return { label, has, g, lnet, lustre, churn, kube, samples: [] as GrowthSample[], counts: {} as Record<string, number> };
     }),
   );
   const onSignal = () => {
@@ -176,8 +198,9 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
       if (s) r.samples.push(s);
     });
     const target: Target = { proc: g, oracle: undefined as never, causes: () => [] };
-    switch (r.stressor) {
-      case "fuzz": {
+    const kube = r.kube;
+    {
+      if (r.has("fuzz")) {
         // The soak's: 40 cases a kind, the kinds in turn, fresh seeds, a second between rounds.
         const fk: FuzzKind[][] = [["h1-random", "h2-request"], ["h2-frames"], ["h1-split", "h2-split"]];
         let round = 0;
@@ -191,9 +214,8 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
             }
           })(),
         );
-        break;
       }
-      case "flood": {
+      if (r.has("flood")) {
         // The soak's floods, every minute instead of every four, each kind in turn.
         let n = 0;
         every(60_000, async () => {
@@ -204,9 +226,8 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
           await sleep(8_000);
           for (const f of fl) f.stop();
         });
-        break;
       }
-      case "burst": {
+      if (r.has("burst")) {
         every(60_000, async () => {
           bump(counts, "burst");
           const until = Date.now() + 8_000;
@@ -220,9 +241,8 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
           ]);
           for (const s of sessions) s.destroy();
         });
-        break;
       }
-      case "kube": {
+      if (r.has("kube")) {
         // The soak's API faults: 500s, throttling, the server away, every 20–60 s.
         let down = false;
         loops.push(
@@ -244,9 +264,8 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
           })(),
         );
         every(10_000, async () => void kube!.requests.splice(0));
-        break;
       }
-      case "faults": {
+      if (r.has("faults")) {
         // LNet and Lustre faults (15–40 s each), with the node-mode health RPCs on the published volumes (one of them hangs).
         const health = new HealthCalls(target);
         const vols = r.lustre?.volumes ?? [];
@@ -263,14 +282,8 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
             health.close();
           })(),
         );
-        break;
       }
-      case "churn": {
-        every(7_000, async () => bump(counts, `churn-${r.churn!.step(Date.now())}`));
-        break;
-      }
-      case "control":
-        break;
+      if (r.has("churn")) every(7_000, async () => bump(counts, `churn-${r.churn!.step(Date.now())}`));
     }
   }
   let minute = 0;
@@ -279,13 +292,20 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
       while (running()) {
         await sleep(60_000);
         minute++;
-        process.stderr.write(`growth: ${minute} min: ${rigs.map((r) => `${r.stressor} ${r.samples.at(-1)?.rssMiB.toFixed(1)}`).join(", ")}\n`);
+        process.stderr.write(`growth: ${minute} min: ${rigs.map((r) => `${r.label} ${r.samples.at(-1)?.rssMiB.toFixed(1)}`).join(", ")}\n`);
       }
     })(),
   );
+  // Heap snapshots: the gateway writes one on SIGUSR2 when started with --heapsnapshot-signal (in NODE_OPTIONS).
+  const snap = () => {
+    for (const r of rigs) if (r.label.includes("--heapsnapshot-signal") && r.g.alive()) r.g.child!.kill("SIGUSR2");
+  };
+  loops.push(sleep(o.warmupMs).then(snap));
   await Promise.all(loops);
+  snap();
+  if (rigs.some((r) => r.label.includes("--heapsnapshot-signal"))) await sleep(15_000);
   for (const r of rigs) await r.g.stop();
-  await kube?.close();
+  for (const r of rigs) await r.kube?.close();
   for (const c of cleanups) c();
   fs.rmSync(work, { recursive: true, force: true });
   process.off("SIGINT", onSignal);
@@ -293,7 +313,7 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
   return {
     meta: { startedAt: new Date(start).toISOString(), durationS: o.durationMs / 1000, warmupS: o.warmupMs / 1000, env: o.env || "as-is", node: process.version, cpus: os.cpus().length, loadavg: os.loadavg() },
     gateways: rigs.map((r) => ({
-      stressor: r.stressor,
+      stressor: r.label,
       counts: r.counts,
       crashes: r.g.crashes.length,
       slopes: Object.fromEntries(SERIES.map(([k, f]) => [k, slopePerHour(r.samples, f, o.warmupMs)])),
@@ -324,9 +344,9 @@ if (isMain(import.meta.url)) {
   };
   const durationMs = parseDuration(get("--duration", "8m"));
   const warmupMs = parseDuration(get("--warmup", "2m"));
-  const stressors = get("--stressors", STRESSORS.join(",")).split(",") as Stressor[];
-  if (durationMs === null || warmupMs === null || warmupMs >= durationMs || !stressors.every((s) => STRESSORS.includes(s))) {
-    process.stderr.write(`usage: node dist/bench/growth.js [--duration 8m] [--warmup 2m] [--stressors ${STRESSORS.join(",")}] [--env 'NAME=VALUE ...'] [--out FILE]\n`);
+  const stressors = get("--stressors", STRESSORS.join(";")).split(";").filter(Boolean);
+  if (durationMs === null || warmupMs === null || warmupMs >= durationMs || !stressors.every((s) => { try { return !!parseRigSpec(s); } catch { return false; } })) {
+    process.stderr.write(`usage: node dist/bench/growth.js [--duration 8m] [--warmup 2m] [--stressors '${STRESSORS.join(";")}'; each may be STRESSOR@NAME=VALUE,... for its own environment] [--env 'NAME=VALUE ...'] [--out FILE]\n`);
     process.exit(2);
   }
   const r = await growth({ durationMs, warmupMs, stressors, env: get("--env", "") });
