@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { PROBEGATE_NODE_ENV } from "../lib/launch.js";
 import { rssBytes } from "../lib/proc.js";
+import { fetchMetrics, parseV8Metrics } from "./v8-metrics.js";
 
 export interface LogCounts {
   lines: number;
@@ -29,6 +30,10 @@ export interface ProcSample {
   fds: number;
   threads: number;
   children: number;
+  /** V8 heap used and committed, and external memory (MiB), from the gateway's /metrics; absent when it did not answer. */
+  heapUsedMiB?: number;
+  heapTotalMiB?: number;
+  externalMiB?: number;
 }
 
 export interface GatewaySpec {
@@ -157,6 +162,18 @@ export class GatewayProc {
     } catch {
       return undefined;
     }
+  }
+
+  /** Adds V8's own numbers to a sample (one GET /metrics), so an RSS slope can be told apart into V8 heap and native memory. */
+  async addV8(s: ProcSample): Promise<void> {
+    if (!this.http) return;
+    const body = await fetchMetrics(this.port, 2_000);
+    if (!body) return;
+    const m = parseV8Metrics(body);
+    const mib = (x: number) => (Number.isFinite(x) ? Math.round((x / 1048576) * 100) / 100 : undefined);
+    s.heapUsedMiB = mib(m.heapUsed);
+    s.heapTotalMiB = mib(m.heapTotal);
+    s.externalMiB = mib(m.external);
   }
 
   async stop(): Promise<void> {

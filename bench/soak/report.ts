@@ -31,6 +31,8 @@ export interface GatewayReport {
   exitCode: number | null;
   logs: Omit<LogCounts, "byMsg"> & { topMessages: Array<[string, number]>; bound: number; events: number };
   rss: { startMiB: number; endMiB: number; maxMiB: number; slopeMiBPerHour: number };
+  /** RSS told apart: V8's heap (used, committed), external memory, and RSS less the committed heap (native: malloc, code, wasm). */
+  memory: MemorySplit;
   fds: { start: number; end: number; max: number; slopePerHour: number };
   threads: { start: number; end: number; max: number };
   children: { max: number; end: number };
@@ -96,6 +98,30 @@ function slope(samples: ProcSample[], pick: (s: ProcSample) => number, fromMs: n
   return theilSen(pts.map((p) => p.t / 3_600_000), pts.map((p) => p.v));
 }
 
+export type MemorySplit = Record<"heapUsed" | "heapTotal" | "external" | "outsideHeap", { endMiB: number; slopeMiBPerHour: number }>;
+
+/**
+ * The slopes of V8's own numbers beside RSS's, fitted the same way, so an
+ * RSS slope says where it is: in V8's heap (a JS leak: take heap snapshots) or
+ * outside it (native: the allocator, buffers, code). NaN where the samples
+ * carry no V8 numbers (the gateway's /metrics did not answer).
+ */
+export function memorySplit(samples: ProcSample[], fromMs: number, windowMs: number): MemorySplit {
+  const last = [...samples].reverse().find((s) => s.heapTotalMiB !== undefined);
+  const num = (x: number | undefined) => x ?? NaN;
+  const pick: Record<keyof MemorySplit, (s: ProcSample) => number> = {
+    heapUsed: (s) => num(s.heapUsedMiB),
+    heapTotal: (s) => num(s.heapTotalMiB),
+    external: (s) => num(s.externalMiB),
+    outsideHeap: (s) => s.rssMiB - num(s.heapTotalMiB),
+  };
+  const out = {} as MemorySplit;
+  for (const k of Object.keys(pick) as Array<keyof MemorySplit>) {
+    out[k] = { endMiB: r1(last ? pick[k](last) : NaN), slopeMiBPerHour: r1(slope(samples, pick[k], fromMs, windowMs)) };
+  }
+  return out;
+}
+
 function dist(xs: number[]) {
   const s = [...xs].sort((a, b) => a - b);
   return { n: s.length, p50: Math.round(percentile(s, 50)), p99: Math.round(percentile(s, 99)), max: Math.round(s[s.length - 1] ?? NaN) };
@@ -118,6 +144,7 @@ export function buildReport(x: Input): SoakReport {
       exitCode,
       logs: { ...logs, topMessages: Object.entries(byMsg).sort((a, b) => b[1] - a[1]).slice(0, 12), events, bound: 100 + 40 * events },
       rss: { startMiB: r1(first?.rssMiB ?? NaN), endMiB: r1(last?.rssMiB ?? NaN), maxMiB: r1(Math.max(...S.map((s) => s.rssMiB))), slopeMiBPerHour: r1(slope(S, (s) => s.rssMiB, fitFrom, o.windowMs)) },
+      memory: memorySplit(S, fitFrom, o.windowMs),
       fds: { start: first?.fds ?? NaN, end: last?.fds ?? NaN, max: Math.max(...S.map((s) => s.fds)), slopePerHour: r1(slope(S, (s) => s.fds, fitFrom, o.windowMs)) },
       threads: { start: first?.threads ?? NaN, end: last?.threads ?? NaN, max: Math.max(...S.map((s) => s.threads)) },
       children: { max: Math.max(...S.map((s) => s.children)), end: last?.children ?? NaN },
@@ -221,6 +248,9 @@ export function renderMarkdown(r: SoakReport): string {
       [
         ["RSS start / end / max (MiB)", ...r.gateways.map((g) => `${g.rss.startMiB} / ${g.rss.endMiB} / ${g.rss.maxMiB}`)],
         [`RSS slope, ${fit.label} (MiB/h)`, ...r.gateways.map((g) => g.rss.slopeMiBPerHour)],
+        ["… of it, slope of V8 heap used / committed / external (MiB/h)", ...r.gateways.map((g) => (g.memory ? `${g.memory.heapUsed.slopeMiBPerHour} / ${g.memory.heapTotal.slopeMiBPerHour} / ${g.memory.external.slopeMiBPerHour}` : "n/a"))],
+        ["… and of RSS less the committed V8 heap (native) (MiB/h)", ...r.gateways.map((g) => (g.memory ? g.memory.outsideHeap.slopeMiBPerHour : "n/a"))],
+        ["V8 heap used / committed / external at the end (MiB)", ...r.gateways.map((g) => (g.memory ? `${g.memory.heapUsed.endMiB} / ${g.memory.heapTotal.endMiB} / ${g.memory.external.endMiB}` : "n/a"))],
         ["open fds start / end / max", ...r.gateways.map((g) => `${g.fds.start} / ${g.fds.end} / ${g.fds.max}`)],
         [`fd slope, ${fit.label} (/h)`, ...r.gateways.map((g) => g.fds.slopePerHour)],
         ["threads start / end / max", ...r.gateways.map((g) => `${g.threads.start} / ${g.threads.end} / ${g.threads.max}`)],

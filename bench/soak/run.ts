@@ -463,8 +463,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   // Sampling.
   loops.every(o.sampleEveryMs, 1, async () => {
     const now = Date.now();
-    a.takeSample(now);
-    b.takeSample(now);
+    const samples = [a, b].map((g) => [g, g.takeSample(now)] as const);
+    await Promise.all(samples.map(([g, s]) => s && g.addV8(s)));
   }, () => {});
   let lastProgress = Date.now();
   loops.every(1000, 1, async () => {

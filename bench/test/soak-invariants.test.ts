@@ -9,7 +9,9 @@ import { PlainDir, PluginChurn, type CompiledKind } from "../soak/plugin-churn.j
 import { Rng } from "../soak/rng.js";
 import { Recorder } from "../soak/recorder.js";
 import { theilSen, windowMinima } from "../soak/stats.js";
-import { slopeFitFrom } from "../soak/report.js";
+import { memorySplit, slopeFitFrom } from "../soak/report.js";
+import type { ProcSample } from "../soak/gateway-proc.js";
+import { parseV8Metrics } from "../soak/v8-metrics.js";
 
 const bounds = { checkMs: 10_000, upstreamMs: 3_000, recoverMs: 20_000 };
 
@@ -240,5 +242,57 @@ describe("the memory slope's fit window", () => {
     // A leak of 20 MiB/h still shows over the same window.
     const leak = fitted.map(([t, v]) => [t, v + (20 * t) / 3_600_000] as const);
     expect(theilSen(leak.map(([t]) => t / 3_600_000), leak.map(([, v]) => v))).toBeCloseTo(20, 5);
+  });
+});
+
+describe("RSS told apart into V8 heap and native", () => {
+  const min = 60_000;
+  // 20 minutes of 2 s samples; GC makes the heap swing within each 30 s window.
+  const samples = (f: (t: number, i: number) => { rss: number; used?: number; total?: number; external?: number }): ProcSample[] =>
+    Array.from({ length: 600 }, (_, i) => {
+      const t = i * 2_000;
+      const x = f(t, i);
+      return { t, rssMiB: x.rss, fds: 30, threads: 12, children: 0, heapUsedMiB: x.used, heapTotalMiB: x.total, externalMiB: x.external };
+    });
+  const h = (t: number) => t / 3_600_000;
+
+  it("puts native growth outside the heap and heap growth in it", () => {
+    const native = memorySplit(samples((t, i) => ({ rss: 100 + 12 * h(t) + (i % 5), used: 15 + (i % 5), total: 25, external: 4 })), 5 * min, 30_000);
+    expect(native.heapTotal.slopeMiBPerHour).toBe(0);
+    expect(native.heapUsed.slopeMiBPerHour).toBe(0);
+    expect(native.outsideHeap.slopeMiBPerHour).toBeCloseTo(12, 0);
+    expect(native.heapTotal.endMiB).toBe(25);
+    const heap = memorySplit(samples((t, i) => ({ rss: 100 + 12 * h(t) + (i % 5), used: 15 + 12 * h(t), total: 25 + 12 * h(t), external: 4 })), 5 * min, 30_000);
+    expect(heap.heapTotal.slopeMiBPerHour).toBeCloseTo(12, 0);
+    expect(heap.heapUsed.slopeMiBPerHour).toBeCloseTo(12, 0);
+    expect(Math.abs(heap.outsideHeap.slopeMiBPerHour)).toBeLessThan(1);
+  });
+
+  it("fits only the samples that carry V8 numbers, and says NaN when none do", () => {
+    // Every third sample lost its /metrics answer: the rest still fit.
+    const gappy = memorySplit(samples((t, i) => (i % 3 ? { rss: 100 + 12 * h(t), used: 15, total: 25 + 6 * h(t), external: 4 } : { rss: 100 + 12 * h(t) })), 5 * min, 30_000);
+    expect(gappy.heapTotal.slopeMiBPerHour).toBeCloseTo(6, 0);
+    expect(gappy.outsideHeap.slopeMiBPerHour).toBeCloseTo(6, 0);
+    const none = memorySplit(samples((t) => ({ rss: 100 + 12 * h(t) })), 5 * min, 30_000);
+    expect(none.heapTotal.slopeMiBPerHour).toBeNaN();
+    expect(none.outsideHeap.endMiB).toBeNaN();
+  });
+});
+
+describe("V8 numbers from /metrics", () => {
+  it("reads heap used, committed, external and the spaces, NaN for what is missing", () => {
+    const m = parseV8Metrics(
+      [
+        "# HELP nodejs_heap_size_total_bytes Process heap size from Node.js in bytes.",
+        "nodejs_heap_size_total_bytes 26214400",
+        "nodejs_heap_size_used_bytes 15728640",
+        'nodejs_heap_space_size_used_bytes{space="old"} 12582912',
+        'nodejs_heap_space_size_used_bytes{space="code"} 2097152',
+        'nodejs_heap_space_size_total_bytes{space="old"} 20971520',
+        "nodejs_external_memory_bytes 4194304",
+      ].join("\n"),
+    );
+    expect(m).toEqual({ heapUsed: 15728640, heapTotal: 26214400, external: 4194304, spaces: { old: 12582912, code: 2097152 } });
+    expect(parseV8Metrics("process_resident_memory_bytes 1\n").heapTotal).toBeNaN();
   });
 });

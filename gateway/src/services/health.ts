@@ -46,7 +46,11 @@ export function healthService(
     // Per the protocol: send the current status at once, then every change;
     // an unknown service gets SERVICE_UNKNOWN and the stream stays open.
     async *watch(req, ctx) {
-      const signal = AbortSignal.any([ctx.signal, shutdown]);
+      // Not AbortSignal.any([ctx.signal, shutdown]): on Node 20 every such
+      // signal stays in the long-lived shutdown signal's set of dependants for
+      // good, one entry per Watch ever served (bench/results/growth-2026-11-26.md).
+      // Listening on both and removing the listeners at the end keeps nothing.
+      const ended = () => ctx.signal.aborted || shutdown.aborted;
       const statusOf = (s: HealthSnapshot) => healthStatus(req.service, s) ?? Status.SERVICE_UNKNOWN;
       // Subscribe before the first read so a change in between is not missed.
       let dirty = false;
@@ -56,15 +60,16 @@ export function healthService(
         wake?.();
       });
       const onAbort = () => wake?.();
-      signal.addEventListener("abort", onAbort);
+      ctx.signal.addEventListener("abort", onAbort);
+      shutdown.addEventListener("abort", onAbort);
       try {
         let last = statusOf(readiness.snapshot());
         yield { status: last };
-        while (!signal.aborted) {
+        while (!ended()) {
           if (!dirty) await new Promise<void>((resolve) => (wake = resolve));
           wake = undefined;
           dirty = false;
-          if (signal.aborted) break;
+          if (ended()) break;
           const next = statusOf(readiness.snapshot());
           if (next !== last) {
             last = next;
@@ -73,7 +78,8 @@ export function healthService(
         }
       } finally {
         unsubscribe();
-        signal.removeEventListener("abort", onAbort);
+        ctx.signal.removeEventListener("abort", onAbort);
+        shutdown.removeEventListener("abort", onAbort);
       }
       // A Watch only ends because something ended it: say what, never OK.
       if (shutdown.aborted || !ctx.signal.aborted) throw new ConnectError("server is shutting down", Code.Unavailable);
