@@ -79,16 +79,21 @@ interface Input extends RunCounts {
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 /**
- * Where the slope fits start: once the load has reached its steady mix, after
- * the first flood of the last flood kind (the first flood of each kind lifts
- * glibc's main arena to a new high-water mark in one step, then it levels off:
- * bench/results/flood-rss-2026-11-26.md), so a one-time plateau is not read
- * as a leak while a leak still shows as growth over the rest. Runs too short
- * to leave half of their length after that point fit the last 80%, as before.
+ * Where the slope fits start: once the load has reached its steady mix. Floods
+ * lift glibc's main arena to a new high-water mark in steps, the first of each
+ * kind most, and it levels off after two or three floods of the kind (HTTP/2
+ * PING floods: bench/results/flood-rss-2026-11-26.md, growth-2026-11-26.md;
+ * the V8 heap stays flat). So the fit starts after the third round of every
+ * flood kind when that leaves half the run, else after the first round, so a
+ * plateau being reached is not read as a leak while a leak still shows as
+ * growth over the rest. Runs too short for either fit the last 80%.
  */
 export function slopeFitFrom(o: Pick<SoakOptions, "floodEveryMs" | "floodMs">, floodKinds: number, runMs: number): { fromMs: number; label: string } {
-  const steady = o.floodEveryMs / 2 + (floodKinds - 1) * o.floodEveryMs + o.floodMs;
-  if (steady <= runMs / 2) return { fromMs: steady, label: `from ${Math.round(steady / 60_000)} min, once every flood kind has run` };
+  for (const rounds of [3, 1]) {
+    const steady = o.floodEveryMs / 2 + (rounds * floodKinds - 1) * o.floodEveryMs + o.floodMs;
+    const when = rounds === 1 ? "once every flood kind has run" : `once every flood kind has run ${rounds} times`;
+    if (steady <= runMs / 2) return { fromMs: steady, label: `from ${Math.round(steady / 60_000)} min, ${when}` };
+  }
   return { fromMs: 0.2 * runMs, label: "last 80%" };
 }
 

@@ -228,6 +228,14 @@ describe("the memory slope's fit window", () => {
     expect(slopeFitFrom(o, 4, 30 * min).label).toContain("every flood kind");
   });
 
+  it("starts after the third round of every flood kind when floods come often enough for that to leave half the run", () => {
+    // Every minute from 30 s: the third round's last flood (the 12th) starts at 11 min 30 s, ends 8 s later.
+    const often = { floodEveryMs: min, floodMs: 8_000 };
+    expect(slopeFitFrom(often, 4, 30 * min)).toEqual({ fromMs: 11 * min + 38_000, label: "from 12 min, once every flood kind has run 3 times" });
+    // Too late for a 20-minute run: after the first round instead (3 min 38 s).
+    expect(slopeFitFrom(often, 4, 20 * min).fromMs).toBe(3 * min + 38_000);
+  });
+
   it("fits the last 80% of a run too short for that", () => {
     expect(slopeFitFrom(o, 4, 10 * min)).toEqual({ fromMs: 2 * min, label: "last 80%" });
     expect(slopeFitFrom(o, 4, 28 * min).fromMs).toBeCloseTo(0.2 * 28 * min);
