@@ -15,13 +15,13 @@ import os from "node:os";
 import path from "node:path";
 import { parseDuration } from "../gateway/src/engine/sources/index.js";
 import { repoRoot } from "./lib/paths.js";
+import { flagValue } from "./lib/args.js";
 import { isMain } from "./lib/main.js";
 import { FLOOD_MODES, startFlood, type FloodMode } from "./soak/conn-flood.js";
 import { EdgeFuzzer, type FuzzKind } from "./soak/fuzz-edge.js";
-import { connectSession, grpcUnary } from "./soak/grpc-call.js";
-import { PROBE_PATH } from "./lib/grpc.js";
 import { GatewayProc } from "./soak/gateway-proc.js";
 import { LnetFaults } from "./soak/lnet-faults.js";
+import { probeBurst } from "./soak/probe-burst.js";
 import { Rng } from "./soak/rng.js";
 
 interface MemPoint {
@@ -108,23 +108,9 @@ function variantEnv(base: NodeJS.ProcessEnv, v: string): NodeJS.ProcessEnv {
 /** One load step against every gateway at once: a flood of one kind, (`fuzz`) a round of the soak's edge fuzz, or (`burst`) the soak's Probe burst. */
 type Step = FloodMode | "fuzz" | "burst";
 
-/** The soak's burst for --flood: 64 closed-loop Probes over 4 kept TCP connections, 16 closed-loop Probes on new socket connections. */
-async function burst(g: GatewayProc, ms: number): Promise<void> {
-  const until = Date.now() + ms;
-  const sessions = Array.from({ length: 4 }, () => connectSession({ host: "127.0.0.1", port: g.port }));
-  const loop = async (call: () => Promise<unknown>) => {
-    while (Date.now() < until) await call();
-  };
-  await Promise.all([
-    ...Array.from({ length: 64 }, (_, i) => loop(() => grpcUnary(sessions[i % 4]!, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 }))),
-    ...Array.from({ length: 16 }, () => loop(() => grpcUnary({ socketPath: g.spec.socket }, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 }))),
-  ]);
-  for (const s of sessions) s.destroy();
-}
-
 async function loadStep(step: Step, gws: GatewayProc[], o: { floodMs: number }, seed: number): Promise<void> {
   if (step === "burst") {
-    await Promise.all(gws.map((g) => burst(g, o.floodMs)));
+    await Promise.all(gws.map((g) => probeBurst(g, o.floodMs)));
     return;
   }
   if (step === "fuzz") {
@@ -188,10 +174,7 @@ function markdown(r: Record<string, MemPoint[]>): string {
 
 if (isMain(import.meta.url)) {
   const args = process.argv.slice(2);
-  const get = (flag: string, dflt: string) => {
-    const i = args.indexOf(flag);
-    return i >= 0 && args[i + 1] !== undefined ? args[i + 1] : dflt;
-  };
+  const get = (flag: string, dflt: string) => flagValue(args, flag, dflt);
   const cycles = Number(get("--cycles", "6"));
   const floodMs = parseDuration(get("--flood", "8s"));
   const pauseMs = parseDuration(get("--pause", "7s"));

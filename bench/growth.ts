@@ -19,14 +19,16 @@ import path from "node:path";
 import { parseDuration } from "../gateway/src/engine/sources/index.js";
 import { FakeKubeApi } from "../gateway/test/helpers/fake-kube-api.js";
 import { repoRoot } from "./lib/paths.js";
+import { flagValue } from "./lib/args.js";
 import { isMain } from "./lib/main.js";
 import { PROBE_PATH } from "./lib/grpc.js";
 import { FLOOD_MODES, startFlood } from "./soak/conn-flood.js";
 import { EdgeFuzzer, type FuzzKind } from "./soak/fuzz-edge.js";
 import { GatewayProc } from "./soak/gateway-proc.js";
-import { connectSession, grpcUnary } from "./soak/grpc-call.js";
+import { grpcUnary } from "./soak/grpc-call.js";
 import { LnetFaults } from "./soak/lnet-faults.js";
 import { LustreFaults } from "./soak/lustre-faults.js";
+import { probeBurst } from "./soak/probe-burst.js";
 import { PlainDir, PluginChurn, compileKinds } from "./soak/plugin-churn.js";
 import { Recorder } from "./soak/recorder.js";
 import { Rng } from "./soak/rng.js";
@@ -230,16 +232,7 @@ export async function growth(o: Options): Promise<{ meta: object; gateways: Arra
       if (r.has("burst")) {
         every(60_000, async () => {
           bump(counts, "burst");
-          const until = Date.now() + 8_000;
-          const sessions = Array.from({ length: 4 }, () => connectSession({ host: "127.0.0.1", port: g.port }));
-          const loop = async (call: () => Promise<unknown>) => {
-            while (Date.now() < until) await call();
-          };
-          await Promise.all([
-            ...Array.from({ length: 64 }, (_, i) => loop(() => grpcUnary(sessions[i % 4]!, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 }))),
-            ...Array.from({ length: 16 }, () => loop(() => grpcUnary({ socketPath: g.spec.socket }, PROBE_PATH, new Uint8Array(), { timeoutMs: 3000, capMs: 30_000 }))),
-          ]);
-          for (const s of sessions) s.destroy();
+          await probeBurst(g, 8_000);
         });
       }
       if (r.has("kube")) {
@@ -338,10 +331,7 @@ export function markdown(r: Awaited<ReturnType<typeof growth>>): string {
 
 if (isMain(import.meta.url)) {
   const args = process.argv.slice(2);
-  const get = (flag: string, dflt: string) => {
-    const i = args.indexOf(flag);
-    return i >= 0 && args[i + 1] !== undefined ? args[i + 1] : dflt;
-  };
+  const get = (flag: string, dflt: string) => flagValue(args, flag, dflt);
   const durationMs = parseDuration(get("--duration", "8m"));
   const warmupMs = parseDuration(get("--warmup", "2m"));
   const stressors = get("--stressors", STRESSORS.join(";")).split(";").filter(Boolean);
