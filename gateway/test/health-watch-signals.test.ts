@@ -58,10 +58,13 @@ describe("Health.Watch and the shutdown signal", () => {
   }
 
   it("keeps nothing on the shutdown signal after Watch calls end", async () => {
-    // The instrument works on this Node: AbortSignal.any() is recorded on its source.
+    // Whether this Node records AbortSignal.any() on its source where the count
+    // looks (Node 20 does; Node 24 keeps it elsewhere): only then is a count of
+    // 0 below a finding. The listeners are counted on every Node.
     const control = new AbortController();
     AbortSignal.any([control.signal]);
-    expect(dependants(control.signal)).toBe(1);
+    const countable = dependants(control.signal) === 1;
+    if (process.versions.node.startsWith("20.")) expect(countable).toBe(true);
 
     const shutdown = new AbortController();
     const readiness = new CountingReadiness();
@@ -83,7 +86,7 @@ describe("Health.Watch and the shutdown signal", () => {
       expect(err?.code).toBe(Code.Canceled);
     }
     await until(() => readiness.live === 0, "every Watch to end on the server");
-    expect(dependants(shutdown.signal)).toBe(0);
+    if (countable) expect(dependants(shutdown.signal)).toBe(0);
     expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
   });
 
