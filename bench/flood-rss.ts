@@ -10,7 +10,6 @@
 // soak's edge fuzz instead of a flood, `burst` its Probe burst for --flood. Prints a Markdown table and one JSON
 // line; measures, asserts nothing.
 import fs from "node:fs";
-import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { parseDuration } from "../gateway/src/engine/sources/index.js";
@@ -22,6 +21,8 @@ import { EdgeFuzzer, type FuzzKind } from "./soak/fuzz-edge.js";
 import { GatewayProc } from "./soak/gateway-proc.js";
 import { LnetFaults } from "./soak/lnet-faults.js";
 import { probeBurst } from "./soak/probe-burst.js";
+import { fetchMetrics, parseV8Metrics } from "./soak/v8-metrics.js";
+import { smapsOf } from "./lib/smaps.js";
 import { Rng } from "./soak/rng.js";
 
 interface MemPoint {
@@ -37,59 +38,20 @@ interface MemPoint {
 const MiB = 1048576;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function metrics(port: number): Promise<Map<string, number>> {
-  return new Promise((resolve) => {
-    const out = new Map<string, number>();
-    const req = http.get({ host: "127.0.0.1", port, path: "/metrics", agent: false, timeout: 10_000 }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (body += c));
-      res.on("end", () => {
-        for (const line of body.split("\n")) {
-          const m = /^(nodejs_heap_size_total_bytes|nodejs_heap_size_used_bytes|nodejs_external_memory_bytes) ([0-9.e+]+)$/.exec(line);
-          if (m) out.set(m[1], Number(m[2]));
-        }
-        resolve(out);
-      });
-    });
-    req.on("error", () => resolve(out));
-  });
-}
-
-/** [heap] (glibc's main arena, grown by brk) and every other anonymous mapping, from smaps. */
-function smaps(pid: number): { brk: number; anon: number } {
-  let brk = 0;
-  let anon = 0;
-  let current = "";
-  for (const line of fs.readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
-    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
-    if (head) {
-      current = head[1];
-      continue;
-    }
-    const rss = /^Rss:\s+(\d+) kB/.exec(line);
-    if (!rss) continue;
-    const kb = Number(rss[1]) * 1024;
-    if (current === "[heap]") brk += kb;
-    else if (current === "") anon += kb;
-  }
-  return { brk, anon };
-}
-
 async function point(g: GatewayProc, after: string): Promise<MemPoint> {
-  const m = await metrics(g.port);
-  const s = smaps(g.pid);
+  const m = parseV8Metrics(await fetchMetrics(g.port, 10_000));
+  const s = smapsOf(g.pid);
   const status = fs.readFileSync(`/proc/${g.pid}/status`, "utf8");
   const rss = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? NaN) * 1024;
   const r = (x: number | undefined) => Math.round(((x ?? NaN) / MiB) * 10) / 10;
   return {
     after,
     rssMiB: r(rss),
-    heapTotalMiB: r(m.get("nodejs_heap_size_total_bytes")),
-    heapUsedMiB: r(m.get("nodejs_heap_size_used_bytes")),
-    externalMiB: r(m.get("nodejs_external_memory_bytes")),
-    brkHeapMiB: r(s.brk),
-    otherAnonMiB: r(s.anon),
+    heapTotalMiB: r(m.heapTotal),
+    heapUsedMiB: r(m.heapUsed),
+    externalMiB: r(m.external),
+    brkHeapMiB: r(s.malloc * MiB),
+    otherAnonMiB: r(s.anon * MiB),
   };
 }
 

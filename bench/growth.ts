@@ -21,6 +21,7 @@ import { FakeKubeApi } from "../gateway/test/helpers/fake-kube-api.js";
 import { repoRoot } from "./lib/paths.js";
 import { flagValue } from "./lib/args.js";
 import { isMain } from "./lib/main.js";
+import { smapsOf } from "./lib/smaps.js";
 import { PROBE_PATH } from "./lib/grpc.js";
 import { FLOOD_MODES, startFlood } from "./soak/conn-flood.js";
 import { EdgeFuzzer, type FuzzKind } from "./soak/fuzz-edge.js";
@@ -59,14 +60,6 @@ function kb(text: string, re: RegExp): number {
   return Number(re.exec(text)?.[1] ?? NaN) * 1024;
 }
 
-/** [heap]'s Rss from smaps: glibc's main arena (grown by brk). */
-function brkBytes(pid: number): number {
-  const s = fs.readFileSync(`/proc/${pid}/smaps`, "utf8");
-  const i = s.indexOf(" [heap]\n");
-  if (i < 0) return 0;
-  return kb(s.slice(i), /\nRss:\s+(\d+) kB/);
-}
-
 async function sample(g: GatewayProc, t0: number): Promise<GrowthSample | undefined> {
   if (!g.alive()) return undefined;
   const body = await fetchMetrics(g.port);
@@ -77,7 +70,7 @@ async function sample(g: GatewayProc, t0: number): Promise<GrowthSample | undefi
       t: Date.now() - t0,
       rssMiB: r2(kb(rollup, /^Rss:\s+(\d+) kB/m) / MiB),
       anonMiB: r2(kb(rollup, /^Anonymous:\s+(\d+) kB/m) / MiB),
-      brkMiB: r2(brkBytes(g.pid) / MiB),
+      brkMiB: r2(smapsOf(g.pid).malloc),
       heapUsedMiB: r2(v8.heapUsed / MiB),
       heapTotalMiB: r2(v8.heapTotal / MiB),
       externalMiB: r2(v8.external / MiB),
