@@ -5,8 +5,8 @@
 // beside each with the volume's handle (key volumeHandle), the CSI volume_id.
 // Only Lustre mounts are taken. Runs in the background evaluation only.
 
-import { open } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { readCapped } from "../sources/read-file.js";
 import type { MountEntry } from "../sources/mount-table.js";
 import { volumeRefProblem } from "./registry.js";
 
@@ -51,19 +51,14 @@ export function csiMountPaths(entries: readonly MountEntry[], kubeletDir: string
 }
 
 async function readVolumeHandle(dir: string): Promise<string | undefined> {
-  let fh;
+  const r = await readCapped(join(dir, "vol_data.json"), VOL_DATA_CAP);
+  if (!r.ok || r.truncated) return undefined;
   try {
-    fh = await open(join(dir, "vol_data.json"), "r");
-    const buf = Buffer.alloc(VOL_DATA_CAP + 1);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    if (bytesRead > VOL_DATA_CAP) return undefined;
-    const data: unknown = JSON.parse(buf.subarray(0, bytesRead).toString("utf8"));
+    const data: unknown = JSON.parse(r.text);
     const handle = (data as { volumeHandle?: unknown } | null)?.volumeHandle;
     return typeof handle === "string" ? handle : undefined;
   } catch {
     return undefined;
-  } finally {
-    await fh?.close().catch(() => undefined);
   }
 }
 
