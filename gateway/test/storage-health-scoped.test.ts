@@ -13,6 +13,9 @@ import { renderGetname, renderImports, renderStates } from "../demo/lib/fake-lus
 import { buildCheckInput } from "../src/engine/check-input.js";
 import { scopeListing, volumeScopedCatalog } from "../src/engine/health/scoped-sources.js";
 import type { SourceResult } from "../src/engine/sources/index.js";
+import { keptWith, remember, reuse, type CallConfig, type StableVerdict } from "../src/engine/stable-memo.js";
+import type { CheckOutcome } from "../src/runtime/runtime.js";
+import type { LoadedPlugin } from "../src/runtime/types.js";
 import { readFixture } from "../src/plugin-test/fixture-file.js";
 import { loadPlugin } from "../../plugins/test/harness.js";
 import { ROOT } from "./helpers/gateway-process.js";
@@ -203,5 +206,56 @@ describe("the whole listing whenever in doubt", () => {
     const c = volumeScopedCatalog(catalog, ["lctl.import_states", "lfs.getname"]);
     expect((await c.read("lctl.import_states", n.facts(1))).stdout).not.toContain(inst(0));
     expect(await c.read("lfs.getname", n.facts(1))).toBe(gn);
+  });
+});
+
+describe("a kept verdict and its volume's restricted listing", () => {
+  // The memo (stable-memo.ts) keeps a volume's sources for as long as its
+  // verdict stands; a restricted listing is made when read, and two made from
+  // equal listings for the same mounts compare equal without being made.
+  const n = node("2.15", [{}, { OST0003: "DISCONN" }], [{}, { OST0003: [[T + 100, "DISCONN"]] }]);
+  const gn = n.sources["lfs.getname"]!;
+  const states = n.sources["lctl.import_states"]!;
+  const facts = n.facts(1);
+  const config: CallConfig = { value: { importGraceSeconds: 75 }, usable: true };
+  const stable = { kind: "verdict", output: { status: "warn", reason: "OstUnreachable", message: "OST0003 unreachable", facts: {}, stable: true } } as CheckOutcome;
+  const p = { manifest: { name: "volume-lustre-health" } } as unknown as LoadedPlugin;
+  const scope = (listing: SourceResult) => scopeListing(listing, ".state=", gn, [mp(1)]);
+  const keptFrom = (listing: SourceResult) => remember(p, config, facts, [["lctl.import_states", scope(listing)]], stable)!;
+  const reusedOn = (kept: StableVerdict, listing: SourceResult) => reuse(kept, p, config, facts, [["lctl.import_states", scope(listing)]]);
+
+  it("the same listing printed again (a new result, an equal text) gives the same key and text, and the verdict stands", () => {
+    const again = result(`${states.stdout}`);
+    const [a, b] = [scope(states), scope(again)];
+    expect(a).not.toBe(states);
+    expect(a.stdoutKey).toBeDefined();
+    expect(b.stdoutKey).toBe(a.stdoutKey);
+    expect(b.stdout).toBe(a.stdout);
+    expect(a.stdout).toContain(`OST0003-osc-${inst(1)}.state=`);
+    expect(a.stdout).not.toContain(inst(0));
+    expect(reusedOn(keptFrom(states), again)).toBe(stable);
+  });
+
+  it("another mount's blocks changed: a new key, the volume's text compared and found equal, the verdict stands", () => {
+    const other = node("2.15", [{}, { OST0003: "DISCONN" }, { OST0001: "EVICTED" }], [{}, { OST0003: [[T + 100, "DISCONN"]] }, { OST0001: [[T + 200, "EVICTED"]] }]).sources["lctl.import_states"]!;
+    expect(other.stdout).not.toBe(states.stdout);
+    expect(scope(other).stdoutKey).not.toBe(scope(states).stdoutKey);
+    expect(scope(other).stdout).toBe(scope(states).stdout);
+    expect(reusedOn(keptFrom(states), other)).toBe(stable);
+  });
+
+  it("its own mount's blocks changed: the verdict is asked for again", () => {
+    const healed = node("2.15", [], [{}, { OST0003: [[T + 100, "DISCONN"], [T + 160, "FULL"]] }]).sources["lctl.import_states"]!;
+    expect(scope(healed).stdout).not.toBe(scope(states).stdout);
+    expect(reusedOn(keptFrom(states), healed)).toBeUndefined();
+  });
+
+  it("a verdict reused holds this round's results from then on, not the listing it was made from", () => {
+    const kept = keptFrom(states);
+    const now: Array<[string, SourceResult]> = [["lctl.import_states", scope(result(`${states.stdout}`))]];
+    const next = keptWith(kept, now);
+    expect(next.sources).toBe(now);
+    expect(next.outcome).toBe(kept.outcome);
+    expect(keptWith(next, now)).toBe(next);
   });
 });

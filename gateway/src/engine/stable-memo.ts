@@ -80,7 +80,16 @@ function sameResult(a: SourceResult, b: SourceResult): boolean {
     a.exitCode === b.exitCode &&
     a.truncated === b.truncated &&
     a.error === b.error &&
-    a.stdout === b.stdout &&
-    a.stderr === b.stderr
+    a.stderr === b.stderr &&
+    ((a.stdoutKey !== undefined && a.stdoutKey === b.stdoutKey) || a.stdout === b.stdout)
   );
+}
+
+/**
+ * A kept verdict, reused this round, holding this round's sources (equal to
+ * its own, reuse() said so): what it held could be a listing the command no
+ * longer prints, kept alive by nothing else.
+ */
+export function keptWith(kept: StableVerdict, sources: ReadonlyArray<readonly [string, SourceResult]>): StableVerdict {
+  return kept.sources === sources ? kept : { ...kept, sources };
 }

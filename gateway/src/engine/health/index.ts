@@ -30,7 +30,7 @@ import { ScopeHealth } from "./entries.js";
 import { volumeScopedCatalog } from "./scoped-sources.js";
 import { healthMetrics, MAX_EVENT_REASONS_PER_CHECK, type HealthMetrics } from "./metrics.js";
 import { DEFAULT_MAX_VOLUMES, VolumeBook, type KnownVolume } from "./registry.js";
-import { remember, reuse, type StableVerdict } from "../stable-memo.js";
+import { keptWith, remember, reuse, type StableVerdict } from "../stable-memo.js";
 
 export { DEFAULT_MAX_VOLUMES, VolumeRefError, volumeRefProblem } from "./registry.js";
 export { FAULT_GRACE_ROUNDS, HEALTH_CHECK_FAILED } from "./entries.js";
@@ -274,7 +274,8 @@ class HealthEvaluator implements StorageHealth {
         prev.set(p.manifest.name, epoch);
         if (r.outcome.kind === "verdict") for (const ev of r.outcome.output.events ?? []) this.countEvent(p.manifest.name, ev.reason);
       }
-      const k = r.ran ? remember(p, r.config, facts, r.sources, r.outcome) : kept?.get(p.manifest.name);
+      const last = kept?.get(p.manifest.name);
+      const k = r.ran ? remember(p, r.config, facts, r.sources, r.outcome) : last && keptWith(last, r.sources);
       if (k) nextKept.set(p.manifest.name, k);
     }
     if (nextKept.size > 0) this.stable.set(v.volumeId, nextKept);

@@ -59,39 +59,58 @@ export function scopeListing(listing: SourceResult, suffix: string, getname: Sou
   // the whole listing is what it would be given, without the copy.
   if (keys.length === 0 || keys.length === mounts) return listing;
   const scope = listingScope(listing, suffix);
-  if (!scope.index) return listing;
+  const index = scope.index;
+  if (!index) return listing;
   const memoKey = keys.join(" ");
   const memo = scope.results.get(memoKey);
   if (memo) return memo;
-  let stdout = scope.index.scopedText.get(memoKey);
-  if (stdout === undefined) {
-    stdout = restrict(scope.index, keys);
-    scope.index.scopedText.set(memoKey, stdout);
+  let stdoutKey = index.stdoutKeys.get(memoKey);
+  if (stdoutKey === undefined) {
+    stdoutKey = picked(index, keys) === null ? null : Object.freeze({});
+    index.stdoutKeys.set(memoKey, stdoutKey);
   }
-  // Not frozen, unlike the catalog's results: check-input keeps the JSON of a
-  // frozen result for as long as the result lives, and a volume's result lives
-  // as long as its stable verdict (stable-memo.ts), so 64 volumes would keep a
-  // second escaped copy of the listing resident. Encoded per call instead,
-  // which with reused verdicts is rarely.
-  const scoped = stdout === null ? listing : { ...listing, stdout };
+  const scoped = stdoutKey === null ? listing : scopedResult(listing, index, keys, stdoutKey);
   scope.results.set(memoKey, scoped);
   return scoped;
 }
 
+/**
+ * The restricted result, its text made each time it is read and kept by
+ * nobody: a volume's result lives as long as its stable verdict
+ * (stable-memo.ts), and 64 volumes kept their restricted texts, together a
+ * second copy of the listing (561 KiB at 64 mounts of 64 OSTs), resident
+ * between rounds. On a steady node the text is never made: the verdict memo
+ * tells two results equal by their stdoutKey, which stands for the listing's
+ * text and the mount keys. Not frozen, unlike the catalog's results:
+ * check-input keeps the JSON of a frozen result for a while.
+ */
+function scopedResult(listing: SourceResult, index: ListingIndex, keys: readonly string[], stdoutKey: object): SourceResult {
+  return {
+    ...listing,
+    stdoutKey,
+    get stdout(): string {
+      return restrict(index, keys);
+    },
+  };
+}
+
 /** The blocks of the mounts `keys` plus the shared ones, in listing order; null: the whole listing (none of its own, or all). */
-function restrict(index: ListingIndex, keys: readonly string[]): string | null {
-  const picked: number[] = [];
-  for (const k of keys) picked.push(...(index.byMount.get(k) ?? []));
+function picked(index: ListingIndex, keys: readonly string[]): number[] | null {
+  const out: number[] = [];
+  for (const k of keys) out.push(...(index.byMount.get(k) ?? []));
   // No block of its own: the check says so itself, from the whole listing.
-  if (picked.length === 0) return null;
-  picked.push(...index.shared);
-  if (picked.length === index.starts.length) return null;
-  picked.sort((a, b) => a - b);
+  if (out.length === 0) return null;
+  out.push(...index.shared);
+  if (out.length === index.starts.length) return null;
+  return out.sort((a, b) => a - b);
+}
+
+/** The restricted text: the text before the first block, then the picked blocks. */
+function restrict(index: ListingIndex, keys: readonly string[]): string {
   const text = index.text;
   let stdout = text.slice(0, index.prefixEnd);
-  for (const i of picked) stdout += text.slice(index.starts[i]!, index.ends[i]!);
-  // Flattened now, so the result holds its own characters and not slices of the whole listing.
-  return flat(stdout);
+  for (const i of picked(index, keys) ?? []) stdout += text.slice(index.starts[i]!, index.ends[i]!);
+  return stdout;
 }
 
 interface ListingIndex {
@@ -110,8 +129,8 @@ interface ListingIndex {
   byMount: Map<string, number[]>;
   /** Blocks of no mount: the MGCs (shared by all mounts of an MGS), devices not named `fs-TARGET-kind-instance`. */
   shared: number[];
-  /** Restricted texts already made, by mount keys (null: the whole listing). */
-  scopedText: Map<string, string | null>;
+  /** The stdoutKey of each restriction, by mount keys (null: the whole listing is given). */
+  stdoutKeys: Map<string, object | null>;
 }
 
 interface ListingScope {
@@ -125,10 +144,10 @@ const scopes = new WeakMap<SourceResult, ListingScope>();
 
 /**
  * The last listing indexed, per suffix. On a node whose imports do not change
- * the command prints the same text every round: its index, and the restricted
- * texts made from it, are reused (the same strings, so a volume check's
- * inputs compare equal at once, stable-memo.ts), instead of being rebuilt from
- * a new result object each round.
+ * the command prints the same text every round: its index, and the stdoutKeys
+ * made from it, are reused (so a volume check's inputs compare equal at once,
+ * stable-memo.ts), instead of being rebuilt from a new result object each
+ * round.
  */
 const lastIndexed = new Map<string, { text: string; index: ListingIndex | null }>();
 
@@ -196,7 +215,7 @@ function buildIndex(text: string, suffix: string): ListingIndex | null {
     devices.push(m[3]!);
   }
   if (starts.length === 0) return null;
-  const index: ListingIndex = { text, prefixEnd: starts[0]!, starts, ends: [], byMount: new Map(), shared: [], scopedText: new Map() };
+  const index: ListingIndex = { text, prefixEnd: starts[0]!, starts, ends: [], byMount: new Map(), shared: [], stdoutKeys: new Map() };
   for (let i = 0; i < starts.length; i++) {
     const end = i + 1 < starts.length ? starts[i + 1]! : text.length;
     const block = text.slice(starts[i], end);
@@ -281,15 +300,4 @@ function normalizePath(p: string): string {
 /** /proc/mounts escapes space, tab, newline and backslash as `\ooo`. */
 function unescapeMountField(s: string): string {
   return s.includes("\\") ? s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))) : s;
-}
-
-/**
- * A string with its own characters: V8 keeps a concatenation as a tree of its
- * parts and a slice as a view of its parent, and either would keep the whole
- * listing reachable from a restricted text for as long as a verdict keeps it.
- * Slicing a concatenation copies it into one new string first (the slice is
- * then a view of that copy only).
- */
-function flat(s: string): string {
-  return s.length === 0 ? s : ` ${s}`.slice(1);
 }

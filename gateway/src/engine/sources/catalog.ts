@@ -38,6 +38,12 @@ import type { SavedOutput } from "./replay.js";
 export interface SourceResult extends Omit<CommandResult, "outcome"> {
   /** Date.now() when produced; the engine turns it into ageMs. */
   fetchedAtMs: number;
+  /**
+   * Set on a result whose stdout is made when read (a volume's restricted
+   * listing, health/scoped-sources.ts): two results with the same key have
+   * the same stdout, so they can be compared without making it.
+   */
+  readonly stdoutKey?: object;
 }
 
 export interface SourceDefaults {
