@@ -495,6 +495,25 @@ describe("rediscovery after a restart", () => {
     expect(s.health.view.volumes()[1]!.ref).toMatchObject({ origin: "publish", readOnly: true });
   });
 
+  it("reads a vol_data.json past its first read (4 KiB), to the byte, and skips one over 64 KiB", async () => {
+    const probe = await tempDir();
+    cleanups.push(probe.cleanup);
+    const kubelet = join(probe.path, "kubelet");
+    // The handle last, after padding: only a whole read finds it.
+    const write = (i: number, pad: number) => {
+      const dir = join(kubelet, `pods/uid-${i}/volumes/kubernetes.io~csi/pv-${i}`);
+      mkdirSync(dir, { recursive: true });
+      const head = `{"driverName":"lustre.csi.example.com","pad":"`;
+      const tail = `","volumeHandle":"vol-${i}"}`;
+      writeFileSync(join(dir, "vol_data.json"), head + "x".repeat(pad - head.length - tail.length) + tail);
+    };
+    const sizes = [4095, 4096, 4097, 40_000, 64 * 1024, 64 * 1024 + 1];
+    sizes.forEach((size, i) => write(i, size));
+    const s = await setup({ plugins: ["vol"], mounts: csiLines(kubelet, sizes.length), kubeletDir: () => kubelet });
+    await s.health.refreshVolumes();
+    expect(s.health.view.volumes().map((v) => v.ref.volumeId)).toEqual(["vol-0", "vol-1", "vol-2", "vol-3", "vol-4"]);
+  });
+
   it("stays bounded with thousands of mount entries", async () => {
     const probe = await tempDir();
     cleanups.push(probe.cleanup);
