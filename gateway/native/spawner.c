@@ -46,11 +46,12 @@
  * starts with every slot empty, so after a restart the first run of each slot
  * sends in full.
  *
- * The digest, not the bytes: keeping a 569 KiB listing cost this process as
- * much resident memory for as long as it ran. It is SipHash-2-4 with a 128-bit
- * result under a key drawn from the kernel when the process starts: a keyed
- * function whose key no command sees, so no output can be made to collide
- * with another on purpose, and by chance about once in 2^128 comparisons.
+ * The digest, not the bytes: keeping the listing (561 KiB at 64 mounts of 64
+ * OSTs) cost this process as much resident memory for as long as it ran. It
+ * is SipHash-2-4 with a 128-bit result under a key drawn from the kernel when
+ * the process starts: a keyed function whose key no command sees, so no
+ * output can be made to collide with another on purpose, and by chance about
+ * once in 2^128 comparisons.
  * Without a key (getrandom failing, or the kernel's pool not yet ready: this
  * never waits for it) nothing is kept: every run sends in full.
  */
