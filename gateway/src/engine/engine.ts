@@ -7,7 +7,7 @@ import { coverageGaps } from "./coverage.js";
 import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
 import { missingTools, readPluginSources, runPluginOn } from "./run-plugin.js";
 import type { SourceCatalog } from "./sources/index.js";
-import { remember, reuse, type StableVerdict } from "./stable-memo.js";
+import { keptWith, remember, reuse, type StableVerdict } from "./stable-memo.js";
 import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
 
 /** The part of the source catalog the engine uses; tests pass a small fake. */
@@ -273,7 +273,8 @@ export class CheckEngine implements ReadinessProvider {
     const missing = missingTools(sources);
     const last = this.stable.get(name);
     const reused = this.runtime.isQuarantined(p) ? undefined : reuse(last, p, config, facts, sources);
-    if (reused) return { plugin: p, outcome: reused, missingTools: missing, ranAt: new Date(), reused: true, kept: last };
+    // The kept verdict takes this round's results: equal, but the ones it held may be a listing's older copy.
+    if (reused) return { plugin: p, outcome: reused, missingTools: missing, ranAt: new Date(), reused: true, kept: last && keptWith(last, sources) };
     const round = { epoch, previousEpoch: this.lastEpoch.get(name) ?? 0 };
     const outcome = await runPluginOn(this.opts, p, sources, facts, round);
     return { plugin: p, outcome, missingTools: missing, ranAt: new Date(), reused: false, kept: remember(p, config, facts, sources, outcome) };
