@@ -105,11 +105,13 @@ function picked(index: ListingIndex, keys: readonly string[]): number[] | null {
   return out.sort((a, b) => a - b);
 }
 
-/** The restricted text: the text before the first block, then the picked blocks. */
+/** The restricted text: the text before the first block, then the picked blocks (the whole listing when none are picked). */
 function restrict(index: ListingIndex, keys: readonly string[]): string {
   const text = index.text;
+  const blocks = picked(index, keys);
+  if (blocks === null) return text;
   let stdout = text.slice(0, index.prefixEnd);
-  for (const i of picked(index, keys) ?? []) stdout += text.slice(index.starts[i]!, index.ends[i]!);
+  for (const i of blocks) stdout += text.slice(index.starts[i]!, index.ends[i]!);
   return stdout;
 }
 
