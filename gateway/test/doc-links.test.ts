@@ -3,7 +3,7 @@
 // its headings. The docs are spread over README.md, docs/ and the READMEs the
 // tree keeps beside what they describe, so a moved section must take its links along.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -26,7 +26,7 @@ describe("Markdown links", () => {
     expect(slug("When LNet is configured (`lnetConfiguredAt`)")).toBe("when-lnet-is-configured-lnetconfiguredat");
   });
 
-  it("reports a missing file, a missing heading and a link to a moved section, and ignores links inside code", () => {
+  it("reports a missing file, a missing heading, a link to a moved section and a link rewritten inside code, and ignores links inside code", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "probegate-links-"));
     try {
       mkdirSync(path.join(dir, "docs"));
@@ -39,6 +39,7 @@ describe("Markdown links", () => {
           "[gone](docs/missing.md)",
           "[moved](docs/page.md#old-section)",
           "`[in code](nowhere.md)`",
+          "`^[a-z](../docs/[a-z]{0,3})?$` rewritten",
           "```",
           "[in a fence](nowhere.md)",
           "```",
@@ -48,9 +49,23 @@ describe("Markdown links", () => {
       expect(broken).toEqual([
         { file: "README.md", line: 3, target: "docs/missing.md", why: "no such file" },
         { file: "README.md", line: 4, target: "docs/page.md#old-section", why: "no heading #old-section in docs/page.md" },
+        { file: "README.md", line: 6, target: "^[a-z](../docs/[a-z]{0,3})?$", why: "relative link syntax inside a code span (a link rewrite that did not skip code?)" },
       ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the plugin-name rule the docs state", () => {
+  it("is the regular expression the manifest schema enforces, in every page that states it", async () => {
+    const { PLUGIN_NAME_RE } = await import("../src/runtime/schema.js");
+    for (const page of ["docs/plugins.md", "plugins/ABI.md"]) {
+      const text = readFileSync(path.join(ROOT, page), "utf8");
+      // The rule stands after the manifest key it governs: "`name` matches `…`", "`name`: `…`".
+      const stated = [...text.matchAll(/`name`[^`\n]{0,12}`(\^[^`]*\$)`/g)].map((m) => m[1]);
+      expect(stated.length, page).toBeGreaterThan(0);
+      for (const rule of stated) expect(rule, page).toBe(PLUGIN_NAME_RE.source);
     }
   });
 });

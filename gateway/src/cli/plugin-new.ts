@@ -13,9 +13,8 @@ import { copyFile, mkdir, readdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type ProjectFile, templateFiles } from "./plugin-templates.js";
+import { PLUGIN_NAME_RE } from "../runtime/schema.js";
 
-/** Plugin names per plugins/ABI.md (also the file name of the built .wasm). */
-export const PLUGIN_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Directory names the in-repo plugins/ tree reserves. */
 const RESERVED = new Set(["sdk", "test", "fixtures", "node_modules"]);
 const DEFAULT_SOURCE = "proc.modules";

@@ -6,7 +6,8 @@ import { oneLine } from "../support/one-line.js";
 // Per plugins/ABI.md, versions 1 and 2 (same manifest and output schemas;
 // only the calling convention differs). Unknown extra keys are ignored (zod strips them).
 
-const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+/** Plugin names per plugins/ABI.md (also the file name of a built .wasm); the one copy the gateway enforces. */
+export const PLUGIN_NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 const SEMVERISH = /^\d+\.\d+\.\d+([-+][0-9A-Za-z.+-]{1,64})?$/;
 const REASON = /^[A-Z][A-Za-z0-9]{0,63}$/;
 const MESSAGE_MAX = 1024;
@@ -30,7 +31,7 @@ const configKeyDecl = z
 
 const manifestSchema = z.object({
   abi: z.literal(PLUGIN_ABIS),
-  name: z.string().regex(NAME, "must match ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"),
+  name: z.string().regex(PLUGIN_NAME_RE, `must match ${PLUGIN_NAME_RE.source}`),
   version: z.string().regex(SEMVERISH, "must look like a semantic version (1.2.3)"),
   description: z.string().max(MESSAGE_MAX).default(""),
   sources: z.array(z.string().min(1).max(64)).max(16).default([]),

@@ -5,8 +5,8 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
-/** The text of a page with fenced code blocks and inline code spans blanked (line numbers kept). */
-function withoutCode(text: string): string[] {
+/** A page's lines outside fenced code blocks (fenced lines blank, line numbers kept). */
+function outsideFences(text: string): string[] {
   let fence: string | null = null;
   return text.split("\n").map((line) => {
     const m = /^\s*(```+|~~~+)/.exec(line);
@@ -18,9 +18,18 @@ function withoutCode(text: string): string[] {
       fence = m[1]!;
       return "";
     }
-    return line.replace(/(`+)[^`]*?\1/g, "");
+    return line;
   });
 }
+
+const CODE_SPAN = /(`+)([^`]*?)\1/g;
+
+// A tool that moves a section between pages and rewrites its relative links
+// must leave code alone: `[a-z](x)` in a regular expression is not a link, and
+// rewriting it to `[a-z](../dir/x)` changes what the page states. Relative
+// link syntax inside a code span is such a rewrite's footprint (a code span
+// that means to show a link shows a URL or a bare path instead).
+const REWRITTEN_IN_CODE = /\]\(\.\.?\//;
 
 /** GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
 export function slug(heading: string): string {
@@ -77,8 +86,12 @@ export function brokenLinks(root: string, files: string[]): BrokenLink[] {
   const out: BrokenLink[] = [];
   for (const rel of files) {
     const abs = path.join(root, rel);
-    const lines = withoutCode(readFileSync(abs, "utf8"));
-    lines.forEach((line, i) => {
+    const lines = outsideFences(readFileSync(abs, "utf8"));
+    lines.forEach((raw, i) => {
+      for (const c of raw.matchAll(CODE_SPAN)) {
+        if (REWRITTEN_IN_CODE.test(c[2]!)) out.push({ file: rel, line: i + 1, target: c[2]!, why: "relative link syntax inside a code span (a link rewrite that did not skip code?)" });
+      }
+      const line = raw.replace(CODE_SPAN, "");
       for (const m of line.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) {
         const target = m[1]!;
         if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
