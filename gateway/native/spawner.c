@@ -8,7 +8,7 @@
  * with posix_spawn (glibc: CLONE_VM|CLONE_VFORK, no page-table copy), so a
  * command costs the gateway one pipe write and one read.
  *
- * It does what gateway/src/engine/sources/run-command.ts does for a direct
+ * It does what gateway/src/exec/run-command.ts does for a direct
  * spawn, and nothing more: argv only (no shell; the path is resolved by the
  * gateway), the environment given, cwd "/", stdin /dev/null, each command its
  * own process group, per-stream output caps and a timeout that SIGKILL the

@@ -1,4 +1,4 @@
-// The command spawner (gateway/native/spawner.c with engine/sources/spawner.ts):
+// The command spawner (gateway/native/spawner.c with exec/spawner.ts):
 // what only it can get wrong (its own death, a missing binary, several commands
 // at once, descriptors), and the same results as the direct spawn for what both
 // must do (group kills, large output, argv0 and environment). Real processes.
@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCommand, type CommandResult, type CommandSpec } from "../src/engine/sources/run-command.js";
-import { RepeatedOutput } from "../src/engine/sources/repeated-output.js";
-import { CommandSpawner, defaultSpawnerPath } from "../src/engine/sources/spawner.js";
+import { runCommand, type CommandResult, type CommandSpec } from "../src/exec/run-command.js";
+import { RepeatedOutput } from "../src/exec/repeated-output.js";
+import { CommandSpawner, defaultSpawnerPath } from "../src/exec/spawner.js";
 import { StatfsProber } from "../src/engine/sources/statfs.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";

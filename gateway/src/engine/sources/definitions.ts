@@ -6,11 +6,11 @@ import { access, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
-import { RepeatedOutput } from "./repeated-output.js";
-import type { CommandSpawner } from "./spawner.js";
-import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "./run-command.js";
+import { RepeatedOutput } from "../../exec/repeated-output.js";
+import type { CommandSpawner } from "../../exec/spawner.js";
+import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "../../exec/run-command.js";
 import type { KeepWhile } from "./keep-while.js";
-import type { ProcessNamespace } from "./process-namespace.js";
+import type { ProcessNamespace } from "../../exec/process-namespace.js";
 import type { StatfsProber } from "./statfs.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
 

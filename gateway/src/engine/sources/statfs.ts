@@ -17,8 +17,8 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { resolveProgram } from "./path-lookup.js";
-import type { CommandSpawner } from "./spawner.js";
+import { resolveProgram } from "../../exec/path-lookup.js";
+import type { CommandSpawner } from "../../exec/spawner.js";
 import type { Produced, SourceDef } from "./definitions.js";
 import { escapeMountField, mountHolding, parseMountTable, type MountEntry } from "./mount-table.js";
 import { volumePathProblem } from "./validate.js";

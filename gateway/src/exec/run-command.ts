@@ -8,7 +8,7 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
-import { decodeUtf8 } from "./decode.js";
+import { decodeUtf8 } from "../support/decode.js";
 import { resolveProgram } from "./path-lookup.js";
 import type { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner, KeepOutput, SpawnedRun } from "./spawner.js";

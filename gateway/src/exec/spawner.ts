@@ -18,7 +18,7 @@ import { existsSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Logger } from "../../observability/logger.js";
+import type { Logger } from "../observability/logger.js";
 
 export const SPAWNER_BINARY = "probegate-spawner";
 
