@@ -146,24 +146,6 @@ export interface SourceDescription {
   keepMaxAgeMs?: number;
 }
 
-export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
-  "lnetctl.net_show",
-  "lctl.list_nids",
-  "lnetctl.ping",
-  "proc.modules",
-  "proc.mounts",
-  "sys.net.operstate",
-  "kernel.release",
-  "kernel.modules_dep",
-  "modprobe.lnet_options",
-  "mount_lustre.version",
-  "lctl.imports",
-  "lctl.import_states",
-  "lfs.getname",
-  "lustre.health_check",
-  "lnetctl.net_show_health",
-  "volume.statfs",
-]);
 
 /**
  * Cap of both Lustre listings. `lctl get_param {osc,mdc,mgc}.*.import` prints
@@ -187,23 +169,27 @@ export const LUSTRE_IMPORTS_MAX_BYTES = 4 * 1024 * 1024;
  */
 const TOOL_PRESENCE_TTL_MS = 60_000;
 
-function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): SourceDef[] {
-  const cmd = { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes };
-  // The Lustre mounts of the namespace proc.mounts reads (its mountinfo): what
-  // `lfs getname` lists cannot change unless they do.
-  const lustreMounts = lustreMountsKey({
-    mountinfo: ctx.namespace ? { ns: ctx.namespace } : { path: join(opts.procfs, "1", "mountinfo") },
-    sysfs: opts.sysfs,
-    ttlMs: d.fileTtlMs,
-    maxBytes: d.maxOutputBytes,
-    now,
-  });
-  return [
-    commandSource({ name: "lnetctl.net_show", argv: ["lnetctl", "net", "show"], label: "lnetctl net show", ...cmd }, ctx),
-    commandSource({ name: "lctl.list_nids", argv: ["lctl", "list_nids"], label: "lctl list_nids", ...cmd }, ctx),
+/** What a built-in source's definition is made from. */
+interface BuiltinContext {
+  opts: SourceCatalogOptions;
+  d: SourceDefaults;
+  ctx: RunContext;
+  now: () => number;
+  /** The usual command bounds (defaults). */
+  cmd: { timeoutMs: number; ttlMs: number; maxOutputBytes: number };
+}
+
+/**
+ * The built-in sources, each named once: the key is the source's name, the
+ * value makes its definition (undefined: not offered by this catalog).
+ */
+const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => SourceDef | undefined>> = {
+  "lnetctl.net_show": (name, { ctx, cmd }) => commandSource({ name, argv: ["lnetctl", "net", "show"], label: "lnetctl net show", ...cmd }, ctx),
+  "lctl.list_nids": (name, { ctx, cmd }) => commandSource({ name, argv: ["lctl", "list_nids"], label: "lctl list_nids", ...cmd }, ctx),
+  "lnetctl.ping": (name, { ctx, d }) =>
     commandSource(
       {
-        name: "lnetctl.ping",
+        name,
         argv: ["lnetctl", "ping", NID_PARAM("lnet.selfNid")],
         label: "lnetctl ping",
         timeoutMs: d.pingTimeoutMs,
@@ -212,32 +198,33 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       },
       ctx,
     ),
-    fileSource("proc.modules", join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
-    // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
-    // host's procfs this is the host's mount table, whose paths kubelet passes us.
-    // With --exec-in-process it is the target's table instead: the driver mounts
-    // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
-    // in a pod with shareProcessNamespace PID 1 is only the pause container.
+  "proc.modules": (name, { opts, d }) => fileSource(name, join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
+  // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
+  // host's procfs this is the host's mount table, whose paths kubelet passes us.
+  // With --exec-in-process it is the target's table instead: the driver mounts
+  // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
+  // in a pod with shareProcessNamespace PID 1 is only the pause container.
+  "proc.mounts": (name, { opts, d, ctx }) =>
     ctx.namespace
-      ? processFileSource("proc.mounts", ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
-      : fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
-    operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
-    // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
-    fileSource("kernel.release", join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
-    modulesDepSource("kernel.modules_dep", opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
-    modprobeOptionsSource("modprobe.lnet_options", opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes, join(opts.sysfs, "module", "lnet", "parameters")),
-    // Run through the same prefix or namespace as lnetctl, so "present" means
-    // present where the mount will run it; any exit but "not found" will do.
-    commandSource(
-      { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
-      ctx,
-    ),
-    // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
-    // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
-    // cache); globs are lctl's own, never a shell's.
+      ? processFileSource(name, ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
+      : fileSource(name, join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
+  "sys.net.operstate": (name, { opts, d }) => operstateSource(name, opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
+  // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
+  "kernel.release": (name, { opts, d }) => fileSource(name, join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
+  "kernel.modules_dep": (name, { opts, d }) => modulesDepSource(name, opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
+  "modprobe.lnet_options": (name, { opts, d }) =>
+    modprobeOptionsSource(name, opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes, join(opts.sysfs, "module", "lnet", "parameters")),
+  // Run through the same prefix or namespace as lnetctl, so "present" means
+  // present where the mount will run it; any exit but "not found" will do.
+  "mount_lustre.version": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS }, ctx),
+  // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
+  // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
+  // cache); globs are lctl's own, never a shell's.
+  "lctl.imports": (name, { ctx, cmd, d }) =>
     commandSource(
       {
-        name: "lctl.imports",
+        name,
         argv: ["lctl", "get_param", "osc.*.import", "mdc.*.import", "mgc.*.import"],
         label: "lctl get_param *.import",
         ...cmd,
@@ -245,9 +232,10 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       },
       ctx,
     ),
+  "lctl.import_states": (name, { ctx, cmd, d }) =>
     commandSource(
       {
-        name: "lctl.import_states",
+        name,
         argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state", "mgc.*.state"],
         label: "lctl get_param *.state",
         ...cmd,
@@ -255,13 +243,32 @@ function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunC
       },
       ctx,
     ),
-    // Re-run only when the Lustre mounts change (a fork costs more than the key's file read).
-    commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd, keepWhile: lustreMounts }, ctx),
-    commandSource({ name: "lustre.health_check", argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
-    // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
-    commandSource({ name: "lnetctl.net_show_health", argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
-    ...(ctx.statfs ? [statfsSource("volume.statfs", ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes)] : []),
-  ];
+  // Re-run only when the Lustre mounts change (a fork costs more than the key's file read).
+  "lfs.getname": (name, { opts, d, ctx, now, cmd }) => {
+    // The Lustre mounts of the namespace proc.mounts reads (its mountinfo): what
+    // `lfs getname` lists cannot change unless they do.
+    const lustreMounts = lustreMountsKey({
+      mountinfo: ctx.namespace ? { ns: ctx.namespace } : { path: join(opts.procfs, "1", "mountinfo") },
+      sysfs: opts.sysfs,
+      ttlMs: d.fileTtlMs,
+      maxBytes: d.maxOutputBytes,
+      now,
+    });
+    return commandSource({ name, argv: ["lfs", "getname"], label: "lfs getname", ...cmd, keepWhile: lustreMounts }, ctx);
+  },
+  "lustre.health_check": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
+  // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
+  "lnetctl.net_show_health": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
+  "volume.statfs": (name, { ctx, d }) => (ctx.statfs ? statfsSource(name, ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes) : undefined),
+};
+
+export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze(Object.keys(BUILTIN));
+
+function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): SourceDef[] {
+  const b: BuiltinContext = { opts, d, ctx, now, cmd: { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes } };
+  return Object.entries(BUILTIN).flatMap(([name, make]) => make(name, b) ?? []);
 }
 
 function customLabel(argv: readonly string[]): string {
