@@ -14,6 +14,7 @@ import { runCommand, type CommandResult, type CommandSpec } from "../src/exec/ru
 import { RepeatedOutput } from "../src/exec/repeated-output.js";
 import { CommandSpawner, defaultSpawnerPath } from "../src/exec/spawner.js";
 import { StatfsProber } from "../src/engine/sources/statfs.js";
+import { ProcessRoom } from "../src/exec/room.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { untilReadyz } from "./helpers/readyz.js";
@@ -224,10 +225,8 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
       boundMs: 300,
       intervalMs: 0,
       maxOutstanding: 8,
-      prefix: async () => ({ ok: true, argv: [] }),
-      env: { PATH: `${bin}:${process.env.PATH}` },
+      room: new ProcessRoom({ procfs: "/proc", env: { PATH: `${bin}:${process.env.PATH}` }, spawner: s }),
       mountTable: async () => undefined,
-      spawner: s,
     });
     expect(await prober.probe("/hung")).toMatchObject({ kind: "hung" });
     expect(await prober.probe("/fine")).toEqual({ kind: "ok", fsType: "bd00bd0", access: "rw" });

@@ -1,17 +1,13 @@
-// Runs one source command: argv array, no shell, bounded in time and output.
-// Each child leads its own process group (detached) so a timeout or an output
-// overrun can SIGKILL the command *and* anything it forked; otherwise a hung
-// `lnetctl ping` helper could outlive the gateway's interest in it.
-// With a command spawner (spawner.ts) the spawner starts the command and does
-// the same; the result is composed here from what it reports, so both paths
+// Runs one command to its end or its deadline: argv array, no shell, bounded
+// in time and output (start.ts starts it, through the spawner or directly).
+// The result is composed here from the raw facts either way reports, so both
 // give the same CommandResult and the same texts.
 
-import { spawn, type ChildProcess } from "node:child_process";
-import type { Readable } from "node:stream";
 import { decodeUtf8 } from "../support/decode.js";
 import { resolveProgram } from "./path-lookup.js";
 import type { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner, KeepOutput, SpawnedRun } from "./spawner.js";
+import { startProcess } from "./start.js";
 
 export type Outcome = "ok" | "error" | "timeout" | "truncated";
 
@@ -42,55 +38,11 @@ export interface CommandResult {
   outcome: Outcome;
 }
 
-// After SIGKILL the pipes normally close at once; if something outside the
-// group (e.g. a grandchild that called setsid) still holds them, give up on
-// them after this long instead of waiting forever.
-const PIPE_DRAIN_GRACE_MS = 1000;
-
-class CappedCollector {
-  private readonly chunks: Buffer[] = [];
-  private bytes = 0;
-  truncated = false;
-
-  constructor(private readonly cap: number, private readonly onOverflow: () => void) {}
-
-  push(chunk: Buffer): void {
-    if (this.truncated) return;
-    const room = this.cap - this.bytes;
-    if (chunk.length > room) {
-      if (room > 0) this.chunks.push(chunk.subarray(0, room));
-      this.bytes = this.cap;
-      this.truncated = true;
-      this.onOverflow();
-      return;
-    }
-    this.chunks.push(chunk);
-    this.bytes += chunk.length;
-  }
-
-  joined(): Buffer {
-    return Buffer.concat(this.chunks);
-  }
-
-  text(): string {
-    return decodeUtf8(this.joined(), this.truncated);
-  }
-}
-
 // The error texts plugins match on. Exported so a replayed source
 // (`plugin test`, fixture files) reports exactly what a real run would.
 export const timeoutError = (label: string, ms: number): string => `ETIMEDOUT: ${label} timed out after ${ms} ms`;
 export const overflowError = (label: string, cap: number): string => `EFBIG: ${label} output exceeded ${cap} bytes`;
 export const exitError = (code: number): string => `exit status ${code}`;
-
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
 
 /**
  * The commands one catalog has running. At shutdown they are killed and
@@ -120,7 +72,7 @@ export class CommandTracker {
   }
 }
 
-function failure(error: string): CommandResult {
+export function failure(error: string): CommandResult {
   return { ok: false, exitCode: null, stdout: "", stderr: "", error, truncated: false, outcome: "error" };
 }
 
@@ -133,125 +85,45 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
   if (!resolved.ok) return failure(resolved.error);
 
   const keep = spec.repeated?.keep();
-  const handle = spec.spawner?.submit({
-    path: resolved.path,
-    argv: [program, ...args],
-    env: spec.env,
-    timeoutMs: spec.timeoutMs,
-    maxOutputBytes: spec.maxOutputBytes,
-    ...(keep ? { keep } : {}),
-  });
-  if (handle) {
-    const done = handle.result.then(
-      (run) => spawnedResult(run, spec, program, resolved.path, keep),
-      // The spawner died or stopped answering with this command in flight: its
-      // group has been killed and what it printed is lost, so the run failed.
-      (err: Error) => failure(`EIO: cannot run ${program}: ${err.message}`),
-    );
-    spec.tracker?.track(handle, done);
-    return done;
-  }
-
-  let child: ChildProcess;
-  try {
-    child = spawn(resolved.path, args, {
-      argv0: program,
-      shell: false,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+  const started = startProcess(
+    {
+      path: resolved.path,
+      argv: [program, ...args],
       env: spec.env,
-      // Commands must not depend on wherever the gateway was started from.
-      cwd: "/",
-    });
-  } catch (err) {
-    return failure(describeSpawnError(err, program));
-  }
-
-  const result = new Promise<CommandResult>((resolve) => {
-    let settled = false;
-    let timedOut = false;
-    let exited = false;
-    let exitCode: number | null = null;
-    let exitSignal: NodeJS.Signals | null = null;
-    let graceTimer: NodeJS.Timeout | undefined;
-
-    const abandonPipesLater = (): void => {
-      graceTimer ??= setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        finish();
-      }, PIPE_DRAIN_GRACE_MS);
-    };
-    const overflow = (): void => {
-      killGroup(child);
-      abandonPipesLater();
-    };
-    const out = new CappedCollector(spec.maxOutputBytes, overflow);
-    const err = new CappedCollector(spec.maxOutputBytes, overflow);
-    // When the spawn itself fails for want of descriptors (EMFILE, ENFILE) Node
-    // sets up no pipes and reports the failure on 'error' in the next tick.
-    (child.stdout as Readable | null)?.on("data", (c: Buffer) => out.push(c));
-    (child.stderr as Readable | null)?.on("data", (c: Buffer) => err.push(c));
-
-    const timer = setTimeout(() => {
-      if (!exited) timedOut = true;
-      killGroup(child);
-      abandonPipesLater();
-    }, spec.timeoutMs);
-
-    const finish = (spawnError?: string): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      if (graceTimer) clearTimeout(graceTimer);
-      const stdout = spec.repeated ? spec.repeated.text(out.joined(), out.truncated) : out.text();
-      const stderr = err.text();
-      const truncated = out.truncated || err.truncated;
-      const base = { stdout, stderr, truncated };
-      if (spawnError !== undefined) {
-        resolve({ ...base, ok: false, exitCode: null, error: spawnError, outcome: "error" });
-      } else if (timedOut) {
-        const error = timeoutError(spec.label, spec.timeoutMs);
-        resolve({ ...base, ok: false, exitCode: null, error, outcome: "timeout" });
-      } else if (truncated) {
-        // The child was killed mid-output, so its exit status says nothing.
-        const error = overflowError(spec.label, spec.maxOutputBytes);
-        resolve({ ...base, ok: false, exitCode: null, error, outcome: "truncated" });
-      } else if (exitCode === 0) {
-        resolve({ ...base, ok: true, exitCode: 0, error: null, outcome: "ok" });
-      } else if (exitCode !== null) {
-        resolve({ ...base, ok: false, exitCode, error: exitError(exitCode), outcome: "error" });
-      } else {
-        const error = `killed by ${exitSignal ?? "unknown signal"}`;
-        resolve({ ...base, ok: false, exitCode: null, error, outcome: "error" });
-      }
-    };
-
-    child.on("error", (e) => {
-      killGroup(child);
-      finish(describeSpawnError(e, program));
-    });
-    child.on("exit", (code, signal) => {
-      exited = true;
-      exitCode = code;
-      exitSignal = signal;
-      // Reap anything the command left running in its group; its output
-      // already sits in the pipes and is still read to the end.
-      killGroup(child);
-    });
-    child.on("close", () => finish());
-  });
-  spec.tracker?.track({ kill: () => killGroup(child) }, result);
-  return result;
+      timeoutMs: spec.timeoutMs,
+      maxOutputBytes: spec.maxOutputBytes,
+      ...(keep ? { keep } : {}),
+    },
+    spec.spawner,
+  );
+  const done = started.result.then(
+    (run) => commandResult(run, spec, program, resolved.path, started.viaSpawner ? keep : undefined, started.viaSpawner),
+    // The spawner died or stopped answering with this command in flight: its
+    // group has been killed and what it printed is lost, so the run failed.
+    (err: Error) => failure(`EIO: cannot run ${program}: ${err.message}`),
+  );
+  spec.tracker?.track(started, done);
+  return done;
 }
 
-/** The same result, texts included, as the direct spawn above gives for the same run. */
-function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path: string, keep: KeepOutput | undefined): CommandResult {
+/** A command's result, texts included, from what its run reported (either way it was started). */
+export function commandResult(
+  run: SpawnedRun,
+  spec: Pick<CommandSpec, "label" | "timeoutMs" | "maxOutputBytes" | "repeated">,
+  program: string,
+  path: string,
+  keep: KeepOutput | undefined,
+  viaSpawner: boolean,
+): CommandResult {
   if (run.spawnError !== undefined) {
     // Node's own words for a failed start: "spawn <file> <CODE>".
-    return failure(`${run.spawnError}: cannot run ${program}: spawn ${path} ${run.spawnError}`);
+    return failure(`${run.spawnError}: cannot run ${program}: ${run.spawnMessage ?? `spawn ${path} ${run.spawnError}`}`);
   }
-  const stdout = spec.repeated ? spec.repeated.spawned(run, keep) : decodeUtf8(run.stdout, run.stdoutCut);
+  const stdout = !spec.repeated
+    ? decodeUtf8(run.stdout, run.stdoutCut)
+    : viaSpawner
+      ? spec.repeated.spawned(run, keep)
+      : spec.repeated.text(run.stdout, run.stdoutCut);
   if (stdout === undefined) return failure(`EIO: cannot run ${program}: the command spawner answered with an output this gateway does not hold`);
   const stderr = decodeUtf8(run.stderr, run.stderrCut);
   const truncated = run.stdoutCut || run.stderrCut;
@@ -261,10 +133,4 @@ function spawnedResult(run: SpawnedRun, spec: CommandSpec, program: string, path
   if (run.exitCode === 0) return { ...base, ok: true, exitCode: 0, error: null, outcome: "ok" };
   if (run.exitCode !== null) return { ...base, ok: false, exitCode: run.exitCode, error: exitError(run.exitCode), outcome: "error" };
   return { ...base, ok: false, exitCode: null, error: `killed by ${run.signal ?? "unknown signal"}`, outcome: "error" };
-}
-
-function describeSpawnError(err: unknown, program: string): string {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EIO";
-  const message = err instanceof Error ? err.message : String(err);
-  return `${code}: cannot run ${program}: ${message}`;
 }

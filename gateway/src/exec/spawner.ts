@@ -28,6 +28,8 @@ export interface SpawnedRun {
   pid: number | undefined;
   /** errno name of a failed start (e.g. "EACCES"), or undefined when it started. */
   spawnError: string | undefined;
+  /** Node's own words for a failed direct start (start.ts); the spawner reports the errno only. */
+  spawnMessage?: string;
   exited: boolean;
   timedOut: boolean;
   stdoutCut: boolean;
