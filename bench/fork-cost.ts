@@ -11,8 +11,8 @@
 import { spawn } from "node:child_process";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { runCommand } from "../gateway/src/engine/sources/run-command.js";
-import { CommandSpawner } from "../gateway/src/engine/sources/spawner.js";
+import { runCommand } from "../gateway/src/exec/run-command.js";
+import { CommandSpawner } from "../gateway/src/exec/spawner.js";
 
 const STARTS = 40;
 

@@ -7,7 +7,7 @@
 //
 //   node gateway/native/build.mjs
 //
-// Rebuilt only when the source or these flags change; written to a temp file
+// Rebuilt only when the source, its header or these flags change; written to a temp file
 // and renamed, so concurrent builders never leave half a binary.
 
 import { spawnSync } from "node:child_process";
@@ -19,6 +19,8 @@ import { fileURLToPath } from "node:url";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(dirname(HERE));
 const SRC = join(HERE, "spawner.c");
+// The protocol's names, generated from gateway/src/exec/spawner-protocol.ts (npm run native:header).
+const HEADER = join(HERE, "spawner-protocol.h");
 const OUT_DIR = join(ROOT, "dist", "native");
 const OUT = join(OUT_DIR, "probegate-spawner");
 const STAMP = `${OUT}.hash`;
@@ -42,7 +44,7 @@ if (!cc) {
   console.log("native: no C compiler (cc, gcc, clang) found: the command spawner is not built; the gateway starts source commands itself (costs a fork of the gateway per command)");
   process.exit(0);
 }
-const hash = createHash("sha256").update(readFileSync(SRC)).update(FLAGS.join(" ")).update(cc).digest("hex");
+const hash = createHash("sha256").update(readFileSync(SRC)).update(readFileSync(HEADER)).update(FLAGS.join(" ")).update(cc).digest("hex");
 if (existsSync(OUT) && existsSync(STAMP) && readFileSync(STAMP, "utf8") === hash) process.exit(0);
 mkdirSync(OUT_DIR, { recursive: true });
 const tmp = `${OUT}.${process.pid}.tmp`;

@@ -8,7 +8,7 @@
  * with posix_spawn (glibc: CLONE_VM|CLONE_VFORK, no page-table copy), so a
  * command costs the gateway one pipe write and one read.
  *
- * It does what gateway/src/engine/sources/run-command.ts does for a direct
+ * It does what gateway/src/exec/run-command.ts does for a direct
  * spawn, and nothing more: argv only (no shell; the path is resolved by the
  * gateway), the environment given, cwd "/", stdin /dev/null, each command its
  * own process group, per-stream output caps and a timeout that SIGKILL the
@@ -20,18 +20,19 @@
  * command stuck in uninterruptible sleep stalls nothing else. When its request
  * pipe closes (the gateway is gone) it kills every command's group and exits.
  *
- * Protocol (stdin requests, stdout replies), every integer u32 little-endian,
- * every frame prefixed with the length of what follows it:
- *   run   : 1, id, timeout_ms, cap, argc, envc, str path, str argv[argc], str env[envc]
- *           (timeout_ms 0xffffffff: none; the gateway bounds its wait itself)
- *           (str = u32 length + bytes, no NUL)
- *   kill  : 2, id
- *   run, keeping stdout: 3, id, timeout_ms, cap, slot, held, argc, envc, str path, ...
- *           (as run; then see "Kept output" below)
- *   ->started: 1, id, pid
- *   ->done   : 2, id, spawn_errno, flags, exit_code, signal, u32 n + stdout, u32 n + stderr
- *              flags: 1 exited, 2 timed out, 4 stdout cut, 8 stderr cut,
- *                     16 stdout is the kept output `held` (n is 0)
+ * Protocol (stdin requests, stdout replies): the op codes, flags, bounds and
+ * each frame's fixed words are named in spawner-protocol.h, generated from
+ * their one definition, gateway/src/exec/spawner-protocol.ts (a test checks
+ * the two agree). Every integer is u32 little-endian, every frame prefixed
+ * with the length of what follows it, a string a u32 length and its bytes.
+ *   SP_REQ_RUN      : RUN words, str path, str argv[argc], str env[envc]
+ *                     (timeout_ms SP_NO_TIMEOUT: none; the gateway bounds its wait itself)
+ *   SP_REQ_KILL     : KILL words
+ *   SP_REQ_RUN_KEEP : RUN_KEEP words (RUN's, with slot and held), then as SP_REQ_RUN;
+ *                     see "Kept output" below
+ *   -> SP_REP_STARTED: STARTED words
+ *   -> SP_REP_DONE   : DONE words, stdout, u32 n + stderr; flags SP_F_*
+ *                      (SP_F_SAME_OUT: stdout is the kept output `held`, n is 0)
  *
  * Kept output. A source command usually prints what it printed last time (a
  * healthy node's Lustre state listing, hundreds of KiB, every few seconds).
@@ -72,12 +73,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_FRAME (64u * 1024u * 1024u)
-#define GRACE_MS 1000
-#define READ_CHUNK 65536
-#define MAX_SLOTS 64
+#include "spawner-protocol.h"
 
-enum { F_EXITED = 1, F_TIMEDOUT = 2, F_CUT_OUT = 4, F_CUT_ERR = 8, F_SAME_OUT = 16 };
+_Static_assert((int)SP_RUN_KEEP_WORDS >= (int)SP_RUN_WORDS, "handle_run reads either run layout into one array");
+
+#define READ_CHUNK 65536
 
 struct slot {
   int used;
@@ -86,7 +86,7 @@ struct slot {
   uint64_t digest[2];
 };
 
-static struct slot slots[MAX_SLOTS];
+static struct slot slots[SP_KEEP_SLOTS];
 static uint64_t digest_key[2];
 static int have_digest_key;
 /* SipHash-2-4 with a 128-bit result (Aumasson and Bernstein). */
@@ -209,29 +209,32 @@ static uint32_t get32(const unsigned char *p) {
   return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
+/* The u32 word `w` of a frame whose length prefix starts at f. */
+#define WORD(f, w) ((f) + 4 + 4 * (w))
+
 static void reply_started(uint32_t id, pid_t pid) {
-  char f[16];
-  put32(f, 12);
-  put32(f + 4, 1);
-  put32(f + 8, id);
-  put32(f + 12, (uint32_t)pid);
+  char f[4 + 4 * SP_STARTED_WORDS];
+  put32(f, 4 * SP_STARTED_WORDS);
+  put32(WORD(f, SP_STARTED_TYPE), SP_REP_STARTED);
+  put32(WORD(f, SP_STARTED_ID), id);
+  put32(WORD(f, SP_STARTED_PID), (uint32_t)pid);
   write_all(f, sizeof f);
 }
 
 static void reply_done(uint32_t id, int spawn_errno, uint32_t flags, int code, int sig, const struct stream *o,
                        const struct stream *e) {
   size_t olen = o ? o->len : 0, elen = e ? e->len : 0;
-  char h[32];
-  put32(h + 4, 2);
-  put32(h + 8, id);
-  put32(h + 12, (uint32_t)spawn_errno);
-  put32(h + 16, flags);
-  put32(h + 20, (uint32_t)code);
-  put32(h + 24, (uint32_t)sig);
-  put32(h + 28, (uint32_t)olen);
-  /* length counts everything after itself: 6 words + len + out + len + err */
-  put32(h, (uint32_t)(24 + 4 + olen + 4 + elen));
-  write_all(h, 32);
+  char h[4 + 4 * SP_DONE_WORDS];
+  put32(WORD(h, SP_DONE_TYPE), SP_REP_DONE);
+  put32(WORD(h, SP_DONE_ID), id);
+  put32(WORD(h, SP_DONE_SPAWN_ERRNO), (uint32_t)spawn_errno);
+  put32(WORD(h, SP_DONE_FLAGS), flags);
+  put32(WORD(h, SP_DONE_EXIT_CODE), (uint32_t)code);
+  put32(WORD(h, SP_DONE_SIGNAL), (uint32_t)sig);
+  put32(WORD(h, SP_DONE_STDOUT_LEN), (uint32_t)olen);
+  /* length counts everything after itself: the words, stdout, stderr's length, stderr */
+  put32(h, (uint32_t)(4 * SP_DONE_WORDS + olen + 4 + elen));
+  write_all(h, sizeof h);
   if (olen) write_all(o->buf, olen);
   char l[4];
   put32(l, (uint32_t)elen);
@@ -255,13 +258,13 @@ static void finish(size_t i) {
   uint32_t flags = 0;
   int code = -1, sig = 0;
   if (j->exited) {
-    flags |= F_EXITED;
+    flags |= SP_F_EXITED;
     if (WIFEXITED(j->status)) code = WEXITSTATUS(j->status);
     else if (WIFSIGNALED(j->status)) sig = WTERMSIG(j->status);
   }
-  if (j->timed_out) flags |= F_TIMEDOUT;
-  if (j->out.cut) flags |= F_CUT_OUT;
-  if (j->err.cut) flags |= F_CUT_ERR;
+  if (j->timed_out) flags |= SP_F_TIMED_OUT;
+  if (j->out.cut) flags |= SP_F_STDOUT_CUT;
+  if (j->err.cut) flags |= SP_F_STDERR_CUT;
   if (j->slot >= 0) {
     struct slot *k = &slots[j->slot];
     if (j->out.cut || !have_digest_key) {
@@ -271,7 +274,7 @@ static void finish(size_t i) {
       siphash128(digest_key, j->out.buf, j->out.len, d);
       if (k->used && j->held != 0 && k->token == j->held && k->len == j->out.len && k->digest[0] == d[0] &&
           k->digest[1] == d[1]) {
-        flags |= F_SAME_OUT;
+        flags |= SP_F_SAME_OUT;
         j->out.len = 0;
       } else {
         *k = (struct slot){.used = 1, .token = j->id, .len = j->out.len, .digest = {d[0], d[1]}};
@@ -286,7 +289,7 @@ static void finish(size_t i) {
 }
 
 static void start_grace(struct job *j, int64_t now) {
-  if (j->grace == 0) j->grace = now + GRACE_MS;
+  if (j->grace == 0) j->grace = now + SP_GRACE_MS;
 }
 
 static void pump(struct job *j, struct stream *s, int64_t now) {
@@ -388,11 +391,25 @@ static void free_vec(char **v, size_t n) {
   free(v);
 }
 
+/* A frame's fixed words (the type included) into w[0..n). */
+static void rwords(struct reader *r, uint32_t *w, size_t n) {
+  for (size_t i = 0; i < n; i++) w[i] = r32(r);
+}
+
 static void handle_run(struct reader *r, int kept) {
-  uint32_t id = r32(r), timeout = r32(r), cap = r32(r);
-  uint32_t slot = kept ? r32(r) : UINT32_MAX, held = kept ? r32(r) : 0;
-  uint32_t argc = r32(r), envc = r32(r);
-  if (r->bad || argc == 0 || argc > r->left / 4 || envc > r->left / 4 || (kept && slot >= MAX_SLOTS)) die(2);
+  uint32_t w[SP_RUN_KEEP_WORDS]; /* the longer of the two run layouts */
+  uint32_t id, timeout, cap, slot = UINT32_MAX, held = 0, argc, envc;
+  if (kept) {
+    rwords(r, w, SP_RUN_KEEP_WORDS);
+    id = w[SP_RUN_KEEP_ID], timeout = w[SP_RUN_KEEP_TIMEOUT_MS], cap = w[SP_RUN_KEEP_CAP];
+    slot = w[SP_RUN_KEEP_SLOT], held = w[SP_RUN_KEEP_HELD];
+    argc = w[SP_RUN_KEEP_ARGC], envc = w[SP_RUN_KEEP_ENVC];
+  } else {
+    rwords(r, w, SP_RUN_WORDS);
+    id = w[SP_RUN_ID], timeout = w[SP_RUN_TIMEOUT_MS], cap = w[SP_RUN_CAP];
+    argc = w[SP_RUN_ARGC], envc = w[SP_RUN_ENVC];
+  }
+  if (r->bad || argc == 0 || argc > r->left / 4 || envc > r->left / 4 || (kept && slot >= SP_KEEP_SLOTS)) die(2);
   char *path = rstr(r);
   char **argv = calloc((size_t)argc + 1, sizeof *argv);
   char **envp = calloc((size_t)envc + 1, sizeof *envp);
@@ -452,7 +469,7 @@ static void handle_run(struct reader *r, int kept) {
   j->held = held;
   /* No deadline: a statfs stuck in the kernel cannot be killed anyway; it
      stays one slot here until its call returns. */
-  j->deadline = timeout == UINT32_MAX ? INT64_MAX : now_ms() + timeout;
+  j->deadline = timeout == SP_NO_TIMEOUT ? INT64_MAX : now_ms() + timeout;
   j->out.fd = out[0];
   j->err.fd = err[0];
   if (njobs == jobs_cap) {
@@ -469,7 +486,9 @@ static void handle_run(struct reader *r, int kept) {
 }
 
 static void handle_kill(struct reader *r) {
-  uint32_t id = r32(r);
+  uint32_t w[SP_KILL_WORDS];
+  rwords(r, w, SP_KILL_WORDS);
+  uint32_t id = w[SP_KILL_ID];
   if (r->bad) die(2);
   for (size_t i = 0; i < njobs; i++)
     if (jobs[i]->id == id) kill_group(jobs[i]);
@@ -493,13 +512,13 @@ static int read_requests(void) {
   size_t off = 0;
   while (inlen - off >= 4) {
     uint32_t len = get32(inbuf + off);
-    if (len > MAX_FRAME || len < 4) die(2);
+    if (len > SP_MAX_FRAME || len < 4) die(2);
     if (inlen - off - 4 < len) break;
     struct reader r = {inbuf + off + 4, len, 0};
-    uint32_t type = r32(&r);
-    if (type == 1) handle_run(&r, 0);
-    else if (type == 3) handle_run(&r, 1);
-    else if (type == 2) handle_kill(&r);
+    uint32_t type = get32(r.p); /* each handler reads its frame's words from the type on */
+    if (type == SP_REQ_RUN) handle_run(&r, 0);
+    else if (type == SP_REQ_RUN_KEEP) handle_run(&r, 1);
+    else if (type == SP_REQ_KILL) handle_kill(&r);
     else die(2);
     off += 4 + len;
   }

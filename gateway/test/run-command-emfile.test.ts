@@ -24,7 +24,7 @@ process.stdout.write(JSON.stringify(result));
 
 describe("runCommand out of descriptors", () => {
   it("reports EMFILE as a failed run", () => {
-    const module = pathToFileURL(path.join(ROOT, "dist/gateway/src/engine/sources/run-command.js")).href;
+    const module = pathToFileURL(path.join(ROOT, "dist/gateway/src/exec/run-command.js")).href;
     const r = spawnSync(process.execPath, ["--input-type=module", "-e", SCRIPT, module], { encoding: "utf8", timeout: 30_000 });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
+import { defaultSpawnerPath } from "../src/exec/spawner.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
-import { findNewestProcess, parseStat, ProcessNamespace } from "../src/engine/sources/process-namespace.js";
+import { findNewestProcess, parseStat, ProcessNamespace } from "../src/exec/process-namespace.js";
 
 const silent = pino({ level: "silent" });
 let dir: string;

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SourceCatalog } from "../src/engine/sources/index.js";
-import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
+import { defaultSpawnerPath } from "../src/exec/spawner.js";
 import { isAlive } from "./helpers/process-alive.js";
 
 const silent = pino({ level: "silent" });

@@ -1,4 +1,4 @@
-// The command spawner (gateway/native/spawner.c with engine/sources/spawner.ts):
+// The command spawner (gateway/native/spawner.c with exec/spawner.ts):
 // what only it can get wrong (its own death, a missing binary, several commands
 // at once, descriptors), and the same results as the direct spawn for what both
 // must do (group kills, large output, argv0 and environment). Real processes.
@@ -10,10 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCommand, type CommandResult, type CommandSpec } from "../src/engine/sources/run-command.js";
-import { RepeatedOutput } from "../src/engine/sources/repeated-output.js";
-import { CommandSpawner, defaultSpawnerPath } from "../src/engine/sources/spawner.js";
+import { runCommand, type CommandResult, type CommandSpec } from "../src/exec/run-command.js";
+import { RepeatedOutput } from "../src/exec/repeated-output.js";
+import { CommandSpawner, defaultSpawnerPath } from "../src/exec/spawner.js";
 import { StatfsProber } from "../src/engine/sources/statfs.js";
+import { ProcessRoom } from "../src/exec/room.js";
 import { fakeLnet, type FakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { untilReadyz } from "./helpers/readyz.js";
@@ -224,10 +225,8 @@ describe.skipIf(SPAWNER === undefined)("command spawner", () => {
       boundMs: 300,
       intervalMs: 0,
       maxOutstanding: 8,
-      prefix: async () => ({ ok: true, argv: [] }),
-      env: { PATH: `${bin}:${process.env.PATH}` },
+      room: new ProcessRoom({ procfs: "/proc", env: { PATH: `${bin}:${process.env.PATH}` }, spawner: s }),
       mountTable: async () => undefined,
-      spawner: s,
     });
     expect(await prober.probe("/hung")).toMatchObject({ kind: "hung" });
     expect(await prober.probe("/fine")).toEqual({ kind: "ok", fsType: "bd00bd0", access: "rw" });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckEngine } from "../src/engine/engine.js";
 import { createStorageHealth } from "../src/engine/health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
-import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
+import { defaultSpawnerPath } from "../src/exec/spawner.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
 import { PluginRuntime } from "../src/runtime/runtime.js";

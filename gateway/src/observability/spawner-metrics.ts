@@ -1,4 +1,4 @@
-// The command spawner (engine/sources/spawner.ts) as metrics, read from it when
+// The command spawner (exec/spawner.ts) as metrics, read from it when
 // Prometheus scrapes: the spawner only counts and knows its state; nothing here
 // is pushed into it. A gateway on the direct spawn forks itself for every
 // source command (1-3 ms of its CPU each), which otherwise only a log line says.

@@ -8,9 +8,9 @@ import type { Logger } from "../../observability/logger.js";
 import type { Metrics } from "../../observability/metrics.js";
 import { SingleFlightCache } from "./cache.js";
 import { lustreMountsKey, type KeepWhile } from "./keep-while.js";
-import { ProcessNamespace } from "./process-namespace.js";
-import { CommandTracker, type CommandResult } from "./run-command.js";
-import { CommandSpawner } from "./spawner.js";
+import { ProcessRoom } from "../../exec/room.js";
+import type { CommandResult } from "../../exec/run-command.js";
+import type { CommandSpawner } from "../../exec/spawner.js";
 import type { CustomSourceConfig } from "./sources-file.js";
 import { SourcesFileError } from "./sources-file-error.js";
 import { SourcesFileWatcher } from "./sources-watch.js";
@@ -25,9 +25,14 @@ import {
   operstateSource,
   processFileSource,
   type Produced,
-  type RunContext,
   type SourceDef,
 } from "./definitions.js";
+
+/** What the catalog's sources run with: the process room, and the statfs prober behind volume.statfs. */
+interface RunContext {
+  room: ProcessRoom;
+  statfs?: StatfsProber;
+}
 
 export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
 export { SourcesFileError };
@@ -146,24 +151,6 @@ export interface SourceDescription {
   keepMaxAgeMs?: number;
 }
 
-export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze([
-  "lnetctl.net_show",
-  "lctl.list_nids",
-  "lnetctl.ping",
-  "proc.modules",
-  "proc.mounts",
-  "sys.net.operstate",
-  "kernel.release",
-  "kernel.modules_dep",
-  "modprobe.lnet_options",
-  "mount_lustre.version",
-  "lctl.imports",
-  "lctl.import_states",
-  "lfs.getname",
-  "lustre.health_check",
-  "lnetctl.net_show_health",
-  "volume.statfs",
-]);
 
 /**
  * Cap of both Lustre listings. `lctl get_param {osc,mdc,mgc}.*.import` prints
@@ -187,81 +174,106 @@ export const LUSTRE_IMPORTS_MAX_BYTES = 4 * 1024 * 1024;
  */
 const TOOL_PRESENCE_TTL_MS = 60_000;
 
-function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): SourceDef[] {
-  const cmd = { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes };
-  // The Lustre mounts of the namespace proc.mounts reads (its mountinfo): what
-  // `lfs getname` lists cannot change unless they do.
-  const lustreMounts = lustreMountsKey({
-    mountinfo: ctx.namespace ? { ns: ctx.namespace } : { path: join(opts.procfs, "1", "mountinfo") },
-    sysfs: opts.sysfs,
-    ttlMs: d.fileTtlMs,
-    maxBytes: d.maxOutputBytes,
-    now,
-  });
-  return [
-    commandSource({ name: "lnetctl.net_show", argv: ["lnetctl", "net", "show"], label: "lnetctl net show", ...cmd }, ctx),
-    commandSource({ name: "lctl.list_nids", argv: ["lctl", "list_nids"], label: "lctl list_nids", ...cmd }, ctx),
+/** What a built-in source's definition is made from. */
+interface BuiltinContext {
+  opts: SourceCatalogOptions;
+  d: SourceDefaults;
+  ctx: RunContext;
+  now: () => number;
+  /** The usual command bounds (defaults). */
+  cmd: { timeoutMs: number; ttlMs: number; maxOutputBytes: number };
+}
+
+/**
+ * The built-in sources, each named once: the key is the source's name, the
+ * value makes its definition (undefined: not offered by this catalog).
+ */
+const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => SourceDef | undefined>> = {
+  "lnetctl.net_show": (name, { ctx, cmd }) => commandSource({ name, argv: ["lnetctl", "net", "show"], label: "lnetctl net show", ...cmd }, ctx.room),
+  "lctl.list_nids": (name, { ctx, cmd }) => commandSource({ name, argv: ["lctl", "list_nids"], label: "lctl list_nids", ...cmd }, ctx.room),
+  "lnetctl.ping": (name, { ctx, d }) =>
     commandSource(
       {
-        name: "lnetctl.ping",
+        name,
         argv: ["lnetctl", "ping", NID_PARAM("lnet.selfNid")],
         label: "lnetctl ping",
         timeoutMs: d.pingTimeoutMs,
         ttlMs: d.pingTtlMs,
         maxOutputBytes: d.maxOutputBytes,
       },
-      ctx,
+      ctx.room,
     ),
-    fileSource("proc.modules", join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
-    // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
-    // host's procfs this is the host's mount table, whose paths kubelet passes us.
-    // With --exec-in-process it is the target's table instead: the driver mounts
-    // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
-    // in a pod with shareProcessNamespace PID 1 is only the pause container.
-    ctx.namespace
-      ? processFileSource("proc.mounts", ctx.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
-      : fileSource("proc.mounts", join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
-    operstateSource("sys.net.operstate", opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
-    // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
-    fileSource("kernel.release", join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
-    modulesDepSource("kernel.modules_dep", opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
-    modprobeOptionsSource("modprobe.lnet_options", opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes, join(opts.sysfs, "module", "lnet", "parameters")),
-    // Run through the same prefix or namespace as lnetctl, so "present" means
-    // present where the mount will run it; any exit but "not found" will do.
-    commandSource(
-      { name: "mount_lustre.version", argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS },
-      ctx,
-    ),
-    // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
-    // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
-    // cache); globs are lctl's own, never a shell's.
+  "proc.modules": (name, { opts, d }) => fileSource(name, join(opts.procfs, "modules"), d.fileTtlMs, d.maxOutputBytes),
+  // PID 1's table, not <procfs>/mounts (our own namespace): with hostPID and the
+  // host's procfs this is the host's mount table, whose paths kubelet passes us.
+  // With --exec-in-process it is the target's table instead: the driver mounts
+  // volumes in its own namespace (under a Bidirectional /var/lib/kubelet), and
+  // in a pod with shareProcessNamespace PID 1 is only the pause container.
+  "proc.mounts": (name, { opts, d, ctx }) =>
+    ctx.room.place.namespace
+      ? processFileSource(name, ctx.room.place.namespace, "mounts", d.fileTtlMs, d.maxOutputBytes)
+      : fileSource(name, join(opts.procfs, "1", "mounts"), d.fileTtlMs, d.maxOutputBytes),
+  "sys.net.operstate": (name, { opts, d }) => operstateSource(name, opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
+  // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
+  "kernel.release": (name, { opts, d }) => fileSource(name, join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
+  "kernel.modules_dep": (name, { opts, d }) => modulesDepSource(name, opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
+  "modprobe.lnet_options": (name, { opts, d }) =>
+    modprobeOptionsSource(name, opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes, join(opts.sysfs, "module", "lnet", "parameters")),
+  // Run through the same prefix or namespace as lnetctl, so "present" means
+  // present where the mount will run it; any exit but "not found" will do.
+  "mount_lustre.version": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["mount.lustre", "-V"], label: "mount.lustre -V", ...cmd, ttlMs: TOOL_PRESENCE_TTL_MS }, ctx.room),
+  // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
+  // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
+  // cache); globs are lctl's own, never a shell's.
+  "lctl.imports": (name, { ctx, cmd, d }) =>
     commandSource(
       {
-        name: "lctl.imports",
+        name,
         argv: ["lctl", "get_param", "osc.*.import", "mdc.*.import", "mgc.*.import"],
         label: "lctl get_param *.import",
         ...cmd,
         maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
       },
-      ctx,
+      ctx.room,
     ),
+  "lctl.import_states": (name, { ctx, cmd, d }) =>
     commandSource(
       {
-        name: "lctl.import_states",
+        name,
         argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state", "mgc.*.state"],
         label: "lctl get_param *.state",
         ...cmd,
         maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
       },
-      ctx,
+      ctx.room,
     ),
-    // Re-run only when the Lustre mounts change (a fork costs more than the key's file read).
-    commandSource({ name: "lfs.getname", argv: ["lfs", "getname"], label: "lfs getname", ...cmd, keepWhile: lustreMounts }, ctx),
-    commandSource({ name: "lustre.health_check", argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx),
-    // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
-    commandSource({ name: "lnetctl.net_show_health", argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx),
-    ...(ctx.statfs ? [statfsSource("volume.statfs", ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes)] : []),
-  ];
+  // Re-run only when the Lustre mounts change (a fork costs more than the key's file read).
+  "lfs.getname": (name, { opts, d, ctx, now, cmd }) => {
+    // The Lustre mounts of the namespace proc.mounts reads (its mountinfo): what
+    // `lfs getname` lists cannot change unless they do.
+    const lustreMounts = lustreMountsKey({
+      mountinfo: ctx.room.place.namespace ? { ns: ctx.room.place.namespace } : { path: join(opts.procfs, "1", "mountinfo") },
+      sysfs: opts.sysfs,
+      ttlMs: d.fileTtlMs,
+      maxBytes: d.maxOutputBytes,
+      now,
+    });
+    return commandSource({ name, argv: ["lfs", "getname"], label: "lfs getname", ...cmd, keepWhile: lustreMounts }, ctx.room);
+  },
+  "lustre.health_check": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["lctl", "get_param", "-n", "health_check"], label: "lctl get_param health_check", ...cmd }, ctx.room),
+  // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
+  "lnetctl.net_show_health": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx.room),
+  "volume.statfs": (name, { ctx, d }) => (ctx.statfs ? statfsSource(name, ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes) : undefined),
+};
+
+export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze(Object.keys(BUILTIN));
+
+function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): SourceDef[] {
+  const b: BuiltinContext = { opts, d, ctx, now, cmd: { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes } };
+  return Object.entries(BUILTIN).flatMap(([name, make]) => make(name, b) ?? []);
 }
 
 function customLabel(argv: readonly string[]): string {
@@ -295,32 +307,29 @@ export class SourceCatalog {
   /** Loads and validates the --sources file; throws SourcesFileError naming file, line and field. */
   static async create(opts: SourceCatalogOptions): Promise<SourceCatalog> {
     const d: SourceDefaults = { ...SOURCE_DEFAULTS, ...stripUndefined(opts.defaults ?? {}) };
-    const ctx: RunContext = {
+    const room = new ProcessRoom({
+      procfs: opts.procfs,
       env: opts.env ?? process.env,
-      commandPrefix: [...(opts.commandPrefix ?? [])],
-      commands: new CommandTracker(),
-      ...(opts.commandSpawner ? { spawner: startSpawner(opts) } : {}),
-      ...(opts.execInProcess ? { namespace: new ProcessNamespace(opts.procfs, opts.execInProcess) } : {}),
-    };
-    let self: SourceCatalog | undefined;
-    const namespace = ctx.namespace;
-    ctx.statfs = new StatfsProber({
-      boundMs: opts.statfsBoundMs ?? STATFS_DEFAULTS.boundMs,
-      maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
-      intervalMs: opts.statfsIntervalMs ?? STATFS_DEFAULTS.intervalMs,
-      env: ctx.env,
-      ...(ctx.spawner ? { spawner: ctx.spawner } : {}),
-      prefix: async () => {
-        if (!namespace) return { ok: true, argv: ctx.commandPrefix };
-        const ns = await namespace.prefix();
-        return ns.ok ? { ok: true, argv: ns.argv } : ns;
-      },
-      // The same namespace's table as proc.mounts (cached like it).
-      mountTable: async () => {
-        const r = await self?.read("proc.mounts", {});
-        return r?.ok ? r.stdout : undefined;
-      },
+      ...(opts.commandPrefix ? { commandPrefix: opts.commandPrefix } : {}),
+      ...(opts.execInProcess ? { execInProcess: opts.execInProcess } : {}),
+      ...(opts.commandSpawner ? { commandSpawner: opts.commandSpawner } : {}),
+      logger: opts.logger,
     });
+    let self: SourceCatalog | undefined;
+    const ctx: RunContext = {
+      room,
+      statfs: new StatfsProber({
+        boundMs: opts.statfsBoundMs ?? STATFS_DEFAULTS.boundMs,
+        maxOutstanding: opts.statfsMaxOutstanding ?? STATFS_DEFAULTS.maxOutstanding,
+        intervalMs: opts.statfsIntervalMs ?? STATFS_DEFAULTS.intervalMs,
+        room,
+        // The same namespace's table as proc.mounts (cached like it).
+        mountTable: async () => {
+          const r = await self?.read("proc.mounts", {});
+          return r?.ok ? r.stdout : undefined;
+        },
+      }),
+    };
     const now = opts.now ?? (() => performance.now());
     const defs = await buildDefs(opts, d, ctx, now);
     const log = opts.logger.child({ component: "sources" });
@@ -344,13 +353,12 @@ export class SourceCatalog {
   async stop(): Promise<void> {
     this.watcher?.stop();
     this.watcher = null;
-    await Promise.all([this.ctx.commands?.stop(), this.ctx.statfs?.stop()]);
-    this.ctx.spawner?.stop();
+    await Promise.all([this.ctx.statfs?.stop(), this.ctx.room.stop()]);
   }
 
   /** The command spawner, when this catalog was given one (commandSpawner). */
   get spawner(): CommandSpawner | undefined {
-    return this.ctx.spawner;
+    return this.ctx.room.spawner;
   }
 
   /** statfs probes outstanding now, hung ones included (volume.statfs). */
@@ -556,7 +564,7 @@ function customSource(c: CustomSourceConfig, opts: SourceCatalogOptions, d: Sour
   }
   return commandSource(
     { name: c.name, argv: c.argv, label: customLabel(c.argv), timeoutMs: c.timeoutMs, ttlMs: c.ttlMs, maxOutputBytes: c.maxOutputBytes ?? d.maxOutputBytes },
-    ctx,
+    ctx.room,
   );
 }
 
@@ -595,13 +603,4 @@ function immediateFailure(error: string): SourceResult {
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function startSpawner(opts: SourceCatalogOptions): CommandSpawner {
-  const spawner = new CommandSpawner({
-    ...(typeof opts.commandSpawner === "string" ? { path: opts.commandSpawner } : {}),
-    logger: opts.logger.child({ component: "spawner" }),
-  });
-  spawner.warm();
-  return spawner;
 }

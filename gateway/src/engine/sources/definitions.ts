@@ -6,16 +6,16 @@ import { access, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
 import { readCapped } from "./read-file.js";
-import { RepeatedOutput } from "./repeated-output.js";
-import type { CommandSpawner } from "./spawner.js";
-import { runCommand, type CommandResult, type CommandTracker, type Outcome } from "./run-command.js";
+import { RepeatedOutput } from "../../exec/repeated-output.js";
+import type { ProcessRoom } from "../../exec/room.js";
+import type { CommandResult } from "../../exec/run-command.js";
 import type { KeepWhile } from "./keep-while.js";
-import type { ProcessNamespace } from "./process-namespace.js";
-import type { StatfsProber } from "./statfs.js";
+import type { ProcessNamespace } from "../../exec/process-namespace.js";
 import { isValidIfaceName, isValidNid, quoteForMessage } from "./validate.js";
 
 /** What running a source produced: a command's result shape, shared by file sources. */
 export type Produced = CommandResult;
+
 
 export type Prepared = { key: string; run: () => Promise<Produced> } | { error: string };
 
@@ -46,20 +46,6 @@ export type ReplayShape =
   | { kind: "file"; path: string; maxOutputBytes: number }
   | { kind: "generated"; maxOutputBytes: number };
 
-export interface RunContext {
-  env: NodeJS.ProcessEnv;
-  /** e.g. nsenter into the host namespaces; prepended to every command. */
-  commandPrefix: readonly string[];
-  /** --exec-in-process: a prefix found anew for each run (the target process may have restarted). */
-  namespace?: Pick<ProcessNamespace, "prefix" | "describe" | "procfs" | "name">;
-  /** Every command this context runs, so shutdown can end them. */
-  commands?: CommandTracker;
-  /** Starts the commands without forking the gateway, when there is one (spawner.ts). */
-  spawner?: CommandSpawner;
-  /** The volume.statfs prober (its probes run like the commands: same prefix or namespace). */
-  statfs?: StatfsProber;
-}
-
 export interface FactParam {
   fact: string;
   /** "a valid NID" — used in `fact X is not <what>: "…"`. */
@@ -84,26 +70,28 @@ function factValue(facts: Readonly<Record<string, string>>, fact: string): strin
   return typeof v === "string" && v.length > 0 ? v : undefined;
 }
 
-export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceDef {
-  const repeated = new RepeatedOutput(ctx.spawner?.slotFor(spec.name));
+/** A command source: its argv (facts checked before anything runs) run in the process room, cached by the catalog. */
+export function commandSource(spec: CommandSourceSpec, room: ProcessRoom): SourceDef {
+  const repeated = new RepeatedOutput(room.spawner?.slotFor(spec.name));
   const params = spec.argv.filter((a): a is FactParam => typeof a !== "string").map((p) => p.fact);
+  const where = room.place.describe();
   return {
     name: spec.name,
     kind: "command",
     ttlMs: spec.ttlMs,
     timeoutMs: spec.timeoutMs,
     params,
-    argv: [...(ctx.namespace?.describe() ?? []), ...ctx.commandPrefix, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
+    argv: [...where, ...spec.argv.map((a) => (typeof a === "string" ? a : `{${a.fact}}`))],
     replay: {
       kind: "command",
-      program: String(ctx.namespace?.describe()[0] ?? ctx.commandPrefix[0] ?? spec.argv[0]),
+      program: String(where[0] ?? spec.argv[0]),
       label: spec.label,
       timeoutMs: spec.timeoutMs,
       maxOutputBytes: spec.maxOutputBytes,
     },
     ...(spec.keepWhile ? { keepWhile: spec.keepWhile } : {}),
     prepare(facts) {
-      const argv: string[] = [...ctx.commandPrefix];
+      const argv: string[] = [];
       for (const a of spec.argv) {
         if (typeof a === "string") {
           argv.push(a);
@@ -116,24 +104,7 @@ export function commandSource(spec: CommandSourceSpec, ctx: RunContext): SourceD
       }
       return {
         key: argv.join("\0"),
-        run: async () => {
-          let full = argv;
-          if (ctx.namespace) {
-            const ns = await ctx.namespace.prefix();
-            if (!ns.ok) return { ok: false, exitCode: null, stdout: "", stderr: "", error: ns.error, truncated: false, outcome: "error" };
-            full = [...ns.argv, ...argv];
-          }
-          return runCommand({
-            argv: full,
-            label: spec.label,
-            timeoutMs: spec.timeoutMs,
-            maxOutputBytes: spec.maxOutputBytes,
-            env: ctx.env,
-            ...(ctx.commands ? { tracker: ctx.commands } : {}),
-            ...(ctx.spawner ? { spawner: ctx.spawner } : {}),
-            repeated,
-          });
-        },
+        run: () => room.run({ argv, label: spec.label, timeoutMs: spec.timeoutMs, maxOutputBytes: spec.maxOutputBytes, repeated }),
       };
     },
   };

@@ -4,6 +4,6 @@
 
 export * from "./catalog.js";
 export { demoBinDir, demoScenarioDir, listDemoScenarios } from "./demo.js";
-export { resolveProgram } from "./path-lookup.js";
+export { resolveProgram } from "../../exec/path-lookup.js";
 export { FAULT_KINDS } from "./replay.js";
 export { parseDuration, parseSize } from "./units.js";

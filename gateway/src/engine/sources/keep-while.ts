@@ -15,7 +15,7 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { SingleFlightCache } from "./cache.js";
-import type { ProcessNamespace } from "./process-namespace.js";
+import type { ProcessNamespace } from "../../exec/process-namespace.js";
 import { readCapped } from "./read-file.js";
 
 export interface KeepWhile {

@@ -9,7 +9,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileFailure, fileOutput, type Produced, type SourceDef } from "./definitions.js";
 import { missingFileError, readCapped } from "./read-file.js";
-import { capUtf8 } from "./decode.js";
+import { capUtf8 } from "../../support/decode.js";
 
 /** A modprobe.d with more files than this is not one; a directive file is a few lines. */
 const MODPROBE_MAX_FILES = 256;

@@ -10,7 +10,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileFailure, fileOutput, type Produced, type SourceDef } from "./definitions.js";
 import { missingFileError, readCapped } from "./read-file.js";
-import { capUtf8 } from "./decode.js";
+import { capUtf8 } from "../../support/decode.js";
 import { quoteForMessage } from "./validate.js";
 
 /** A modules.dep larger than this is not one (a distribution kernel's is about 1 MiB). */

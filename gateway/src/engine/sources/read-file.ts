@@ -2,7 +2,7 @@
 // (/proc/modules reports 0 bytes), so read in chunks until EOF or the cap.
 
 import { open } from "node:fs/promises";
-import { decodeUtf8 } from "./decode.js";
+import { decodeUtf8 } from "../../support/decode.js";
 
 export type FileRead =
   | { ok: true; text: string; truncated: boolean }

@@ -5,10 +5,10 @@
 
 import type { Produced, ReplayShape } from "./definitions.js";
 import { fileOutput } from "./definitions.js";
-import { notFoundError } from "./path-lookup.js";
+import { notFoundError } from "../../exec/path-lookup.js";
 import { missingFileError } from "./read-file.js";
-import { capUtf8 } from "./decode.js";
-import { exitError, overflowError, timeoutError } from "./run-command.js";
+import { capUtf8 } from "../../support/decode.js";
+import { exitError, overflowError, timeoutError } from "../../exec/run-command.js";
 
 export const FAULT_KINDS = ["timeout", "not-found", "truncated"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];

@@ -11,14 +11,16 @@
 // - a hung child is tracked until it exits, however long that takes, and
 //   counts against a cap on all outstanding probes; past the cap a path is
 //   reported `error EAGAIN` instead of spawning (memory and processes stay bounded).
-// Through the command spawner when there is one (no fork of the gateway per
-// probe); there a hung probe is one idle slot of its poll loop, with no
-// timeout, so it is neither killed early nor able to stall the other commands.
+// The probes are the process room's long-lived children (exec/room.ts
+// start()), one per path at most (exec/one-per-key.ts): through the command
+// spawner when there is one (no fork of the gateway per probe), where a hung
+// probe is one idle slot of its poll loop, with no timeout, so it is neither
+// killed early nor able to stall the other commands.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
-import { resolveProgram } from "./path-lookup.js";
-import type { CommandSpawner } from "./spawner.js";
+import { OnePerKey, type KeyedRun } from "../../exec/one-per-key.js";
+import type { ProcessRoom } from "../../exec/room.js";
+import type { CommandResult } from "../../exec/run-command.js";
 import type { Produced, SourceDef } from "./definitions.js";
 import { escapeMountField, mountHolding, parseMountTable, type MountEntry } from "./mount-table.js";
 import { volumePathProblem } from "./validate.js";
@@ -40,15 +42,14 @@ export interface StatfsProberOptions {
   intervalMs: number;
   /** Probes outstanding at once, hung ones included. */
   maxOutstanding: number;
-  /** The argv prefix to run under (command prefix, or nsenter into the namespace found now). */
-  prefix: () => Promise<{ ok: true; argv: readonly string[] } | { ok: false; error: string }>;
-  env: NodeJS.ProcessEnv;
+  /** Where and how the probes run: the same prefix or namespace as the source commands. */
+  room: Pick<ProcessRoom, "start" | "env">;
+  /** Environment of the probes (LC_ALL=C is added). Default: the room's. */
+  env?: NodeJS.ProcessEnv;
   /** The mount table of the namespace the probes run in (for ro/rw); undefined when unreadable. */
   mountTable: () => Promise<string | undefined>;
   /** Told each time a probe starts and ends (metrics). */
   onChange?: (outstanding: number) => void;
-  /** Starts the probes without forking the gateway, when it can (spawner.ts). */
-  spawner?: CommandSpawner;
 }
 
 /** strerror texts (LC_ALL=C) of the errors a statfs on a Lustre mount gives, to their names. */
@@ -90,59 +91,39 @@ const OUTPUT_CAP = 4096;
 /** Remembered answers beyond this many paths are pruned (the stale first). */
 const MAX_REMEMBERED = 4096;
 
-interface Probe {
-  /** SIGKILLs the probe's process group, once it has one. */
-  kill: (() => void) | undefined;
-  startedAt: number;
-  done: Promise<StatfsResult>;
-}
-
 export class StatfsProber {
-  private readonly outstanding = new Map<string, Probe>();
-  private stopped = false;
+  private readonly probes: OnePerKey<StatfsResult>;
   private parsed: { text: string; entries: MountEntry[] } = { text: "", entries: [] };
   /** The last successful answer per path and when it came (performance.now()). */
   private readonly answers = new Map<string, { result: StatfsResult & { kind: "ok" }; at: number }>();
 
-  constructor(private readonly opts: StatfsProberOptions) {}
+  constructor(private readonly opts: StatfsProberOptions) {
+    this.probes = new OnePerKey<StatfsResult>({ maxOutstanding: opts.maxOutstanding, ...(opts.onChange ? { onChange: opts.onChange } : {}) });
+  }
 
   /** Probes now running (hung ones included). */
   count(): number {
-    return this.outstanding.size;
+    return this.probes.count();
   }
 
   /** Never rejects, and resolves within the bound (plus a process start). */
   async probe(path: string): Promise<StatfsResult> {
-    let p = this.outstanding.get(path);
-    if (!p) {
+    if (!this.probes.has(path)) {
       const last = this.answers.get(path);
       if (last && performance.now() - last.at < this.opts.intervalMs) return { ...last.result, access: await this.access(path) };
-      if (this.stopped) return { kind: "error", code: "ECANCELED" };
-      if (this.outstanding.size >= this.opts.maxOutstanding) return { kind: "error", code: "EAGAIN" };
-      p = this.start(path);
     }
-    const elapsed = performance.now() - p.startedAt;
-    const left = this.opts.boundMs - elapsed;
-    if (left <= 0) return { kind: "hung", ms: elapsed };
-    let timer: NodeJS.Timeout | undefined;
-    const hung = new Promise<StatfsResult>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: "hung", ms: performance.now() - p.startedAt }), left);
-    });
-    const r = await Promise.race([p.done, hung]);
-    clearTimeout(timer);
+    const a = await this.probes.run(path, this.opts.boundMs, () => this.start(path));
+    if (a.kind === "refused") return { kind: "error", code: a.code };
+    if (a.kind === "hung") return a;
+    const r = a.value;
     if (r.kind !== "ok") return r;
     // ro/rw from the mount table of the same namespace: stat -f has no field for it.
     return { ...r, access: await this.access(path) };
   }
 
   /** Kills every probe's process group; waits a moment for them (a process in a Lustre call may not die yet). */
-  async stop(graceMs = 1000): Promise<void> {
-    this.stopped = true;
-    const pending = [...this.outstanding.values()];
-    for (const p of pending) p.kill?.();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all(pending.map((p) => p.done)), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
-    clearTimeout(timer);
+  stop(graceMs = 1000): Promise<void> {
+    return this.probes.stop(graceMs);
   }
 
   private remember(path: string, result: StatfsResult & { kind: "ok" }): void {
@@ -163,99 +144,43 @@ export class StatfsProber {
     return m?.options.includes("ro") ? "ro" : "rw";
   }
 
-  private start(path: string): Probe {
-    const probe: Probe = { kill: undefined, startedAt: performance.now(), done: Promise.resolve({ kind: "error", code: "EIO" }) };
+  private start(path: string): KeyedRun<StatfsResult> {
+    const probe: KeyedRun<StatfsResult> = { kill: undefined, done: Promise.resolve({ kind: "error", code: "EIO" }) };
     probe.done = this.run(path, probe).then((r) => {
-      if (this.outstanding.get(path) === probe) this.outstanding.delete(path);
       if (r.kind === "ok") this.remember(path, r);
       else this.answers.delete(path);
-      this.opts.onChange?.(this.outstanding.size);
       return r;
     });
-    this.outstanding.set(path, probe);
-    this.opts.onChange?.(this.outstanding.size);
     return probe;
   }
 
-  private async run(path: string, probe: Probe): Promise<StatfsResult> {
-    const prefix = await this.opts.prefix();
-    if (!prefix.ok) return { kind: "error", code: /^(E[A-Z]+):/.exec(prefix.error)?.[1] ?? "EIO" };
-    const argv = [...prefix.argv, "stat", "-f", "-c", "%t", "--", path];
-    const [program, ...args] = argv;
-    const resolved = await resolveProgram(program!, this.opts.env.PATH);
-    if (!resolved.ok) return { kind: "error", code: "ENOEXEC" };
-    if (this.stopped) return { kind: "error", code: "ECANCELED" };
+  private async run(path: string, probe: KeyedRun<StatfsResult>): Promise<StatfsResult> {
     // English error texts, whatever the node's locale.
-    const env = { ...this.opts.env, LC_ALL: "C" };
-    const handle = this.opts.spawner?.submit({ path: resolved.path, argv: [program!, ...args], env, timeoutMs: undefined, maxOutputBytes: OUTPUT_CAP });
-    if (handle) {
-      probe.kill = handle.kill;
-      return handle.result.then(
-        (run) => {
-          if (run.spawnError !== undefined) return { kind: "error", code: run.spawnError };
-          const out = run.stdout.toString("utf8");
-          return interpret(run.exitCode, out, run.stderr.toString("utf8"));
-        },
-        // The spawner died with the probe in flight: not an answer.
-        () => ({ kind: "error", code: "EIO" }),
-      );
+    const env = { ...(this.opts.env ?? this.opts.room.env), LC_ALL: "C" };
+    const child = await this.opts.room.start({ argv: ["stat", "-f", "-c", "%t", "--", path], label: "stat -f", maxOutputBytes: OUTPUT_CAP, env });
+    if (!child.ok) {
+      if (child.stage === "place") return { kind: "error", code: /^(E[A-Z]+):/.exec(child.error)?.[1] ?? "EIO" };
+      if (child.stage === "program") return { kind: "error", code: "ENOEXEC" };
+      return { kind: "error", code: "ECANCELED" };
     }
-    let child: ChildProcess;
-    try {
-      child = spawn(resolved.path, args, {
-        argv0: program,
-        shell: false,
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-        // English error texts, whatever the node's locale.
-        env,
-        cwd: "/",
-      });
-    } catch (err) {
-      return { kind: "error", code: (err as NodeJS.ErrnoException).code ?? "EIO" };
+    if (this.probes.isStopped) {
+      child.kill();
+      return { kind: "error", code: "ECANCELED" };
     }
-    probe.kill = () => killGroup(child);
-    return new Promise<StatfsResult>((resolve) => {
-      let out = "";
-      let err = "";
-      const take = (cur: string, chunk: Buffer): string => {
-        if (cur.length + chunk.length > OUTPUT_CAP) {
-          killGroup(child);
-          return cur;
-        }
-        return cur + chunk.toString("utf8");
-      };
-      child.stdout?.on("data", (c: Buffer) => (out = take(out, c)));
-      child.stderr?.on("data", (c: Buffer) => (err = take(err, c)));
-      child.on("error", (e) => {
-        killGroup(child);
-        resolve({ kind: "error", code: (e as NodeJS.ErrnoException).code ?? "EIO" });
-      });
-      // 'close', not 'exit': the output is complete. A process stuck in the
-      // kernel gets here only when its call returns; until then it stays outstanding.
-      child.on("close", (code) => {
-        killGroup(child);
-        resolve(interpret(code, out, err));
-      });
-    });
+    probe.kill = child.kill;
+    return interpret(await child.result);
   }
 }
 
-/** A finished `stat -f -c %t`: its type in hex, or the errno its message names. */
-function interpret(code: number | null, out: string, err: string): StatfsResult {
-  const type = out.trim().toLowerCase();
-  if (code === 0 && /^[0-9a-f]{1,16}$/.test(type)) return { kind: "ok", fsType: type, access: "rw" };
-  if (code === 0) return { kind: "error", code: "EBADMSG" };
-  return { kind: "error", code: errnoFromStderr(err) };
-}
-
-function killGroup(child: ChildProcess | undefined): void {
-  if (child?.pid === undefined) return;
-  try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {
-    // ESRCH: gone already.
-  }
+/** A finished `stat -f -c %t`: its type in hex, or the errno its message (or its failed start) names. */
+function interpret(r: CommandResult): StatfsResult {
+  const type = r.stdout.trim().toLowerCase();
+  if (r.exitCode === 0 && /^[0-9a-f]{1,16}$/.test(type)) return { kind: "ok", fsType: type, access: "rw" };
+  if (r.exitCode === 0) return { kind: "error", code: "EBADMSG" };
+  // Not started (or the spawner died under it): the code its error begins with.
+  const notRun = r.error === null ? null : /^(E[A-Z0-9]+): cannot run /.exec(r.error);
+  if (r.exitCode === null && notRun) return { kind: "error", code: notRun[1]! };
+  return { kind: "error", code: errnoFromStderr(r.stderr) };
 }
 
 /**

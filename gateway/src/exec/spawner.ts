@@ -18,7 +18,8 @@ import { existsSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Logger } from "../../observability/logger.js";
+import type { Logger } from "../observability/logger.js";
+import { encodeWords, fixedBytes, SPAWNER_DONE_FLAGS, SPAWNER_LIMITS, SPAWNER_OPS, wordOffset } from "./spawner-protocol.js";
 
 export const SPAWNER_BINARY = "probegate-spawner";
 
@@ -27,6 +28,8 @@ export interface SpawnedRun {
   pid: number | undefined;
   /** errno name of a failed start (e.g. "EACCES"), or undefined when it started. */
   spawnError: string | undefined;
+  /** Node's own words for a failed direct start (start.ts); the spawner reports the errno only. */
+  spawnMessage?: string;
   exited: boolean;
   timedOut: boolean;
   stdoutCut: boolean;
@@ -75,17 +78,21 @@ export interface CommandSpawnerOptions {
   maxFailures?: number;
 }
 
-// Matches spawner.c.
-const REQ_RUN = 1;
-const REQ_KILL = 2;
-const REQ_RUN_KEEP = 3;
-const KEEP_SLOTS = 64;
-const F_SAME_OUT = 16;
-const REP_STARTED = 1;
-const REP_DONE = 2;
-const PIPE_DRAIN_GRACE_MS = 1000;
-const NO_TIMEOUT = 0xffff_ffff;
-const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+const { REQ_RUN, REQ_KILL, REQ_RUN_KEEP, REP_STARTED, REP_DONE } = SPAWNER_OPS;
+const { KEEP_SLOTS, GRACE_MS: PIPE_DRAIN_GRACE_MS, NO_TIMEOUT, MAX_FRAME: MAX_REQUEST_BYTES } = SPAWNER_LIMITS;
+const F = SPAWNER_DONE_FLAGS;
+// Where the words of a reply are (offsets within a frame, after its length).
+const STARTED_BYTES = fixedBytes("STARTED");
+const STARTED_PID = wordOffset("STARTED", "pid");
+const DONE_BYTES = fixedBytes("DONE");
+// Every reply names its request in the same word, so the id is read before the type is known.
+const REPLY_ID = wordOffset("DONE", "id");
+if (wordOffset("STARTED", "id") !== REPLY_ID) throw new Error("spawner protocol: replies disagree on where the id is");
+const DONE_ERRNO = wordOffset("DONE", "spawn_errno");
+const DONE_FLAGS = wordOffset("DONE", "flags");
+const DONE_CODE = wordOffset("DONE", "exit_code");
+const DONE_SIGNAL = wordOffset("DONE", "signal");
+const DONE_OUT_LEN = wordOffset("DONE", "stdout_len");
 // setTimeout's longest delay; a longer one would fire at once.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const BACKOFF_BASE_MS = 250;
@@ -211,13 +218,16 @@ export class CommandSpawner {
     const id = this.nextId;
     this.nextId = this.nextId >= 0xffff_fff0 ? 1 : this.nextId + 1;
     const parts: Buffer[] = [
-      u32(req.keep ? REQ_RUN_KEEP : REQ_RUN),
-      u32(id),
-      u32(req.timeoutMs === undefined ? NO_TIMEOUT : Math.min(Math.max(0, Math.ceil(req.timeoutMs)), NO_TIMEOUT - 1)),
-      u32(Math.min(Math.max(0, req.maxOutputBytes), 0xffff_ffff)),
-      ...(req.keep ? [u32(req.keep.slot), u32(req.keep.held)] : []),
-      u32(req.argv.length),
-      u32(env.length),
+      encodeWords(req.keep ? "RUN_KEEP" : "RUN", {
+        type: req.keep ? REQ_RUN_KEEP : REQ_RUN,
+        id,
+        timeout_ms: req.timeoutMs === undefined ? NO_TIMEOUT : Math.min(Math.max(0, Math.ceil(req.timeoutMs)), NO_TIMEOUT - 1),
+        cap: Math.min(Math.max(0, req.maxOutputBytes), 0xffff_ffff),
+        slot: req.keep?.slot ?? 0,
+        held: req.keep?.held ?? 0,
+        argc: req.argv.length,
+        envc: env.length,
+      }),
       ...str(req.path),
     ];
     for (const a of req.argv) parts.push(...str(a));
@@ -245,7 +255,7 @@ export class CommandSpawner {
     return {
       result,
       kill: () => {
-        if (this.child === child && this.pending.has(id)) child.stdin?.write(Buffer.concat([u32(8), u32(REQ_KILL), u32(id)]));
+        if (this.child === child && this.pending.has(id)) child.stdin?.write(Buffer.concat([u32(fixedBytes("KILL")), encodeWords("KILL", { type: REQ_KILL, id })]));
       },
     };
   }
@@ -366,42 +376,45 @@ export class CommandSpawner {
   private onFrame(f: Buffer): boolean {
     if (f.length < 8) return false;
     const type = f.readUInt32LE(0);
-    const p = this.pending.get(f.readUInt32LE(4));
+    const id = f.readUInt32LE(REPLY_ID);
+    const p = this.pending.get(id);
     if (type === REP_STARTED) {
-      if (f.length !== 12) return false;
-      if (p) p.pid = f.readInt32LE(8);
+      if (f.length !== STARTED_BYTES) return false;
+      if (p) p.pid = f.readInt32LE(STARTED_PID);
       return true;
     }
-    if (type !== REP_DONE || f.length < 32) return false;
-    const errno = f.readInt32LE(8);
-    const flags = f.readUInt32LE(12);
-    const code = f.readInt32LE(16);
-    const sig = f.readInt32LE(20);
-    const outLen = f.readUInt32LE(24);
-    if (f.length < 32 + outLen) return false;
-    const errLen = f.readUInt32LE(28 + outLen);
-    if (f.length !== 32 + outLen + errLen) return false;
-    const same = (flags & F_SAME_OUT) !== 0;
+    if (type !== REP_DONE || f.length < DONE_BYTES + 4) return false;
+    const errno = f.readInt32LE(DONE_ERRNO);
+    const flags = f.readUInt32LE(DONE_FLAGS);
+    const code = f.readInt32LE(DONE_CODE);
+    const sig = f.readInt32LE(DONE_SIGNAL);
+    const outLen = f.readUInt32LE(DONE_OUT_LEN);
+    // The tail: stdout, then stderr's length and stderr.
+    const errAt = DONE_BYTES + outLen;
+    if (f.length < errAt + 4) return false;
+    const errLen = f.readUInt32LE(errAt);
+    if (f.length !== errAt + 4 + errLen) return false;
+    const same = (flags & F.SAME_OUT) !== 0;
     if (same && (outLen !== 0 || (p && !p.kept))) return false;
     if (!p) return true;
-    this.pending.delete(f.readUInt32LE(4));
+    this.pending.delete(id);
     clearTimeout(p.watchdog);
     this.failures = 0;
-    const exited = (flags & 1) !== 0;
+    const exited = (flags & F.EXITED) !== 0;
     // Copies: the frame is a view of a buffer reused for the next reads.
     p.resolve({
       pid: p.pid,
       spawnError: errno === 0 ? undefined : (ERRNO_NAMES.get(errno) ?? "EIO"),
       exited,
-      timedOut: (flags & 2) !== 0,
-      stdoutCut: (flags & 4) !== 0,
-      stderrCut: (flags & 8) !== 0,
+      timedOut: (flags & F.TIMED_OUT) !== 0,
+      stdoutCut: (flags & F.STDOUT_CUT) !== 0,
+      stderrCut: (flags & F.STDERR_CUT) !== 0,
       exitCode: exited && code >= 0 ? code : null,
       signal: exited && sig > 0 ? (SIGNAL_NAMES.get(sig) ?? null) : null,
-      stdout: Buffer.from(f.subarray(28, 28 + outLen)),
-      stderr: Buffer.from(f.subarray(32 + outLen, 32 + outLen + errLen)),
+      stdout: Buffer.from(f.subarray(DONE_BYTES, errAt)),
+      stderr: Buffer.from(f.subarray(errAt + 4, errAt + 4 + errLen)),
       stdoutSame: same,
-      token: f.readUInt32LE(4),
+      token: id,
     });
     return true;
   }

@@ -13,7 +13,7 @@
 // buffers and decodes nothing. On the direct spawn the bytes are compared
 // here (a memcmp).
 
-import { decodeUtf8 } from "./decode.js";
+import { decodeUtf8 } from "../support/decode.js";
 import type { KeepOutput, SpawnedRun } from "./spawner.js";
 
 /** The last stdout of one command source. */
