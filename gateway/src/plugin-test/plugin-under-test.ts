@@ -2,7 +2,7 @@
 // sandbox, same input builder, same source replay), run against test cases.
 // `plugin test` uses it for a single run from flags and for fixture files.
 
-import { buildCheckInput, type RoundInfo } from "../engine/check-input.js";
+import { buildCheckInput, type RoundInfo } from "../checks/check-input.js";
 import type { SavedOutput, SourceCatalog, SourceResult } from "../engine/sources/index.js";
 import { replayOutput, replayProblem } from "../engine/sources/replay.js";
 import { HOST_COMPOSED_SOURCES } from "../engine/sources/host-sources.js";
