@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { CheckEngine } from "../gateway/src/engine/engine.js";
-import { createStorageHealth } from "../gateway/src/engine/health/index.js";
+import { createStorageHealth } from "../gateway/src/storage-health/index.js";
 import { SourceCatalog } from "../gateway/src/engine/sources/index.js";
 
 const SPAWNER = process.env.SPAWNER !== "off";

@@ -5,7 +5,7 @@ import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { ReadinessProvider } from "./engine/state.js";
-import type { StorageHealthView, VolumeRegistry } from "./engine/storage-health.js";
+import type { StorageHealthView, VolumeRegistry } from "./storage-health/view.js";
 import { createNodeHealthRoute } from "./services/node-health-route.js";
 import { createHttpApp, HTTP_PATHS } from "./http/app.js";
 import type { Logger } from "./observability/logger.js";

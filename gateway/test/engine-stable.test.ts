@@ -10,7 +10,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth } from "../src/engine/health/index.js";
+import { createStorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";

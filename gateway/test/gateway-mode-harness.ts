@@ -10,7 +10,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
 import { GetPluginInfoResponseSchema, ProbeRequestSchema, ProbeResponseSchema } from "../gen/csi/v1/csi_pb.js";
 import type { Condition, HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
-import type { StorageHealthView, VolumeRegistry } from "../src/engine/storage-health.js";
+import type { StorageHealthView, VolumeRegistry } from "../src/storage-health/view.js";
 import { startGateway, type Gateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";

@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
-import type { VolumeRef } from "../src/engine/storage-health.js";
+import type { VolumeRef } from "../src/storage-health/view.js";
 import { createKubeApi } from "../src/kube/client/api.js";
 import { pvNameFromTargetPath } from "../src/kube/health-events.js";
 import { loadClientConfig } from "../src/kube/client/kubeconfig.js";

@@ -6,7 +6,7 @@ import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync, exists
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth } from "../src/engine/health/index.js";
+import { createStorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
 import { Metrics } from "../src/observability/metrics.js";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { renderGetname, renderImports, renderStates } from "../demo/lib/fake-lustre.js";
 import { buildCheckInput } from "../src/checks/check-input.js";
-import { scopeListing, volumeScopedCatalog } from "../src/engine/health/scoped-sources.js";
+import { scopeListing, volumeScopedCatalog } from "../src/storage-health/scoped-sources.js";
 import type { SourceResult } from "../src/engine/sources/index.js";
 import { keptWith, remember, reuse, type CallConfig, type StableVerdict } from "../src/checks/stable-memo.js";
 import type { CheckOutcome } from "../src/runtime/runtime.js";

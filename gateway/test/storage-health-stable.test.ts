@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NodeGetVolumeHealthRequestSchema, NodeGetVolumeHealthResponseSchema } from "../gen/csi/v1/csi_pb.js";
 import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth } from "../src/engine/health/index.js";
+import { createStorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { startGateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";

@@ -5,9 +5,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync }
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth, VolumeRefError, type StorageHealth } from "../src/engine/health/index.js";
+import { createStorageHealth, VolumeRefError, type StorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
-import type { HealthChange } from "../src/engine/storage-health.js";
+import type { HealthChange } from "../src/storage-health/view.js";
 import { desiredState } from "../src/kube/desired.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { CheckEngine } from "../engine/engine.js";
-import { createStorageHealth, type StorageHealth } from "../engine/health/index.js";
+import { createStorageHealth, type StorageHealth } from "../storage-health/index.js";
 import { demoBinDir, demoScenarioDir, resolveProgram, SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";

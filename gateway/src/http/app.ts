@@ -3,7 +3,7 @@ import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
 import type { Metrics } from "../observability/metrics.js";
 import { echo } from "../services/limits.js";
 import { ProbeCounts } from "../services/probe-metrics.js";
-import type { StorageHealthView } from "../engine/storage-health.js";
+import type { StorageHealthView } from "../storage-health/view.js";
 import { excludeSet, healthView, storageHealthJson, storageHealthLines } from "./health-text.js";
 
 /** Paths the hono app owns; everything else on the port is RPC. */

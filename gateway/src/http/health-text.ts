@@ -1,6 +1,6 @@
 import { judge } from "../engine/health-view.js";
 import { cannotTell, type Condition, type HealthSnapshot, type ProbeKind } from "../engine/state.js";
-import type { HealthEntry, StorageHealthView } from "../engine/storage-health.js";
+import type { HealthEntry, StorageHealthView } from "../storage-health/view.js";
 import { oneLine } from "../support/one-line.js";
 
 /** A verbose line's bound: a check's line is its name, reason and a message cut at 1024 characters. */

@@ -6,16 +6,16 @@
 // still in the catalog's cache. Answering reads memory only: nothing a
 // health call does waits on a plugin, a source, a file or a process.
 
-import type { Logger } from "../../observability/logger.js";
-import type { Metrics } from "../../observability/metrics.js";
-import type { PluginRuntime } from "../../runtime/runtime.js";
-import type { LoadedPlugin, Mode } from "../../runtime/types.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { PluginRuntime } from "../runtime/runtime.js";
+import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { performance } from "node:perf_hooks";
-import { KeyPool, Rounds } from "../../checks/rounds.js";
-import { CheckScope } from "../../checks/runner.js";
-import type { EngineRound } from "../engine.js";
-import type { SourceCatalog } from "../sources/index.js";
-import { parseMountTable } from "../sources/mount-table.js";
+import { KeyPool, Rounds } from "../checks/rounds.js";
+import { CheckScope } from "../checks/runner.js";
+import type { EngineRound } from "../engine/engine.js";
+import type { SourceCatalog } from "../engine/sources/index.js";
+import { parseMountTable } from "../engine/sources/mount-table.js";
 import type {
   HealthChange,
   StorageHealthEntry,
@@ -23,17 +23,18 @@ import type {
   VolumeHealthEntry,
   VolumeRef,
   VolumeRegistry,
-} from "../storage-health.js";
-import { combineVolumeOutcomes, type VolumeVerdict } from "../volume-verdict.js";
+} from "./view.js";
+import { combineVolumeOutcomes, type LegacyVolumeCondition } from "./volume-condition.js";
 import { discoverVolumes } from "./discover.js";
 import { ScopeHealth } from "./entries.js";
 import { volumeScopedCatalog } from "./scoped-sources.js";
+import { storageHealthMetrics } from "./view-metrics.js";
 import { healthMetrics, MAX_EVENT_REASONS_PER_CHECK, type HealthMetrics } from "./metrics.js";
 import { DEFAULT_MAX_VOLUMES, VolumeBook, type KnownVolume } from "./registry.js";
 
 export { DEFAULT_MAX_VOLUMES, VolumeRefError, volumeRefProblem } from "./registry.js";
 export { FAULT_GRACE_ROUNDS, HEALTH_CHECK_FAILED } from "./entries.js";
-export type { HealthChange, StorageHealthView, VolumeRegistry, VolumeRef } from "../storage-health.js";
+export type { HealthChange, StorageHealthView, VolumeRegistry, VolumeRef } from "./view.js";
 
 export const DEFAULT_KUBELET_DIR = "/var/lib/kubelet";
 
@@ -67,7 +68,7 @@ export interface StorageHealth {
 
 interface Evaluated {
   scope: ScopeHealth<VolumeHealthEntry["status"]>;
-  legacy: VolumeVerdict;
+  legacy: LegacyVolumeCondition;
 }
 
 export function createStorageHealth(opts: StorageHealthOptions): StorageHealth {
@@ -124,6 +125,7 @@ class HealthEvaluator implements StorageHealth {
     });
     this.registry = this.book;
     this.view = this.makeView();
+    storageHealthMetrics(opts.metrics.registry).attach(this.view);
   }
 
   start(): void {
