@@ -4,7 +4,7 @@ import { getRequestListener } from "@hono/node-server";
 import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import type { ReadinessProvider } from "./engine/state.js";
+import type { ReadinessProvider } from "./engine/readiness.js";
 import type { StorageHealthView, VolumeRegistry } from "./storage-health/view.js";
 import { createNodeHealthRoute } from "./services/node-health-route.js";
 import { createHttpApp, HTTP_PATHS } from "./http/app.js";

@@ -9,7 +9,7 @@
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
+import { ReadinessEngine } from "../src/engine/readiness-engine.js";
 import { createStorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { Metrics } from "../src/observability/metrics.js";
@@ -115,7 +115,7 @@ async function setup() {
   const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env: n.env, logger: silentLogger });
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({ dir: pluginsDir, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
-  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
+  const engine = new ReadinessEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
   const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger: silentLogger, metrics });
   cleanups.push(() => catalog.stop(), () => engine.stop(), () => health.stop());
   health.start();

@@ -7,7 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
+import type { ReadinessSnapshot, ReadinessProvider } from "../src/engine/readiness.js";
 import type { VolumeRef } from "../src/storage-health/view.js";
 import { createKubeApi } from "../src/kube/client/api.js";
 import { pvNameFromTargetPath } from "../src/kube/health-events.js";
@@ -38,7 +38,7 @@ async function until<T>(what: string, f: () => T | undefined | false, timeoutMs 
 }
 const settle = (ms = 400) => new Promise((r) => setTimeout(r, ms));
 
-const READY: HealthSnapshot = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 } as unknown as HealthSnapshot;
+const READY: ReadinessSnapshot = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 } as unknown as ReadinessSnapshot;
 const readiness: ReadinessProvider = { snapshot: () => READY, subscribe: () => () => {} };
 
 const TARGET = (pv: string) => `/var/lib/kubelet/pods/0b6e4c1a-1111-2222-3333-444455556666/volumes/kubernetes.io~csi/${pv}/mount`;

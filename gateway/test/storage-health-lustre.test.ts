@@ -5,7 +5,7 @@
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
+import { ReadinessEngine } from "../src/engine/readiness-engine.js";
 import { createStorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { defaultSpawnerPath } from "../src/engine/sources/spawner.js";
@@ -60,7 +60,7 @@ async function setup(lustre: FakeLustreState = state(), extraPlugins: Record<str
   if (commandSpawner) expect(catalog.spawner?.fallbackReason).toBeUndefined();
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
-  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
+  const engine = new ReadinessEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
   const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger: silentLogger, metrics });
   cleanups.push(() => catalog.stop(), () => engine.stop(), () => health.stop());
   health.start();

@@ -11,7 +11,7 @@ import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NodeGetVolumeHealthRequestSchema, NodeGetVolumeHealthResponseSchema } from "../gen/csi/v1/csi_pb.js";
-import { CheckEngine } from "../src/engine/engine.js";
+import { ReadinessEngine } from "../src/engine/readiness-engine.js";
 import { createStorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { startGateway } from "../src/gateway.js";
@@ -118,7 +118,7 @@ async function setup(pvs: string[]) {
   const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env: n.env, logger: silentLogger, statfsBoundMs: 2000, statfsIntervalMs: 0 });
   const metrics = new Metrics({ processMetrics: false });
   const runtime = new PluginRuntime({ dir: pluginsDir, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
-  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
+  const engine = new ReadinessEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
   const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger: silentLogger, metrics });
   cleanups.push(() => catalog.stop(), () => engine.stop(), () => health.stop());
   health.start();

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { CheckEngine } from "../engine/engine.js";
+import { ReadinessEngine } from "../engine/readiness-engine.js";
 import { createStorageHealth, type StorageHealth } from "../storage-health/index.js";
 import { demoBinDir, demoScenarioDir, resolveProgram, SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
 import type { Logger } from "../observability/logger.js";
@@ -13,7 +13,7 @@ import { BUNDLED_CHECKS, BUNDLED_PLUGINS_DIR, IMAGE_PLUGINS_DIR } from "./packag
 import { isHostComposedSource } from "../engine/sources/host-sources.js";
 
 export interface RunningChecks {
-  engine: CheckEngine;
+  engine: ReadinessEngine;
   catalog: SourceCatalog;
   /** The engine's plugins, for whatever else runs them (gateway mode's volume checks). */
   runtime: PluginRuntime;
@@ -111,7 +111,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     logger: logger.child({ component: "plugins" }),
     ...pluginMetricHooks(metrics),
   });
-  const engine = new CheckEngine({
+  const engine = new ReadinessEngine({
     mode: cfg.mode,
     catalog,
     runtime,

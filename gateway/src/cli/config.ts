@@ -6,11 +6,11 @@ import type { EdgeLimits } from "../transport/edge-limits.js";
 import { DEFAULT_HTTP_ENDPOINT, flagSpec, FlagValues, parseArgsOptions } from "./flags.js";
 import { UsageError } from "./flag-types.js";
 import { GATE_NAMES, type GateName } from "../upstream/methods.js";
+import type { Mode } from "../runtime/types.js";
 import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
 
 export { UsageError };
 
-export type Mode = "node" | "controller";
 export type { GateName };
 export type ProbeReady = "upstream" | "startup" | "readiness";
 

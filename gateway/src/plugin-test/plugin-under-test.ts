@@ -7,7 +7,7 @@ import type { SavedOutput, SourceCatalog, SourceResult } from "../engine/sources
 import { replayOutput, replayProblem } from "../engine/sources/replay.js";
 import { HOST_COMPOSED_SOURCES } from "../engine/sources/host-sources.js";
 import { callCheck, type CheckOutcome } from "../runtime/check-call.js";
-import { applyHealthFamily } from "../runtime/health-output.js";
+import { applyHealthFamily } from "../runtime/plugin-output.js";
 import { loadPlugin } from "../runtime/loader.js";
 import { Sandbox } from "../runtime/sandbox.js";
 import { configDefaults } from "../runtime/schema.js";

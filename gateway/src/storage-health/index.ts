@@ -13,7 +13,7 @@ import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { performance } from "node:perf_hooks";
 import { KeyPool, Rounds } from "../checks/rounds.js";
 import { CheckScope } from "../checks/runner.js";
-import type { EngineRound } from "../engine/engine.js";
+import type { EngineRound } from "../engine/readiness-engine.js";
 import type { SourceCatalog } from "../engine/sources/index.js";
 import { parseMountTable } from "../engine/sources/mount-table.js";
 import type {

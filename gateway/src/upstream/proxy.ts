@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import http2 from "node:http2";
-import type { ReadinessProvider } from "../engine/state.js";
+import type { ReadinessProvider } from "../engine/readiness.js";
 import type { Logger } from "../observability/logger.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import { unavailableMessage, type UpstreamConnection } from "./connection.js";

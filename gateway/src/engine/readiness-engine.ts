@@ -5,15 +5,15 @@ import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { Rounds } from "../checks/rounds.js";
 import { CheckScope, type CheckResult, type PendingResult } from "../checks/runner.js";
 import { coverageGaps } from "./coverage.js";
-import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
+import { buildSnapshot, judge, signature, type TrackedCondition } from "./readiness-verdict.js";
 import type { SourceCatalog } from "./sources/index.js";
-import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
+import type { CheckStatus, Condition, ReadinessSnapshot, ReadinessProvider } from "./readiness.js";
 
 /** The part of the source catalog the engine uses; tests pass a small fake. */
 export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" | "read"> &
   Partial<Pick<SourceCatalog, "problems" | "onChange">>;
 
-export interface CheckEngineOptions {
+export interface ReadinessEngineOptions {
   mode: Mode;
   catalog: CatalogLike;
   /**
@@ -66,13 +66,13 @@ const STATUSES: readonly CheckStatus[] = ["pass", "warn", "fail"];
  * answering a Probe is a field read: nothing a Probe does ever waits for a
  * plugin, a source, or a plugin-set swap.
  */
-export class CheckEngine implements ReadinessProvider {
+export class ReadinessEngine implements ReadinessProvider {
   private readonly runtime: PluginRuntime;
   private readonly log: Logger;
   private readonly rounds: Rounds;
   /** The node's checks, run by the runner: their stable verdicts and epochs, by check name. */
   private readonly checks: CheckScope;
-  private readonly listeners = new Set<(s: HealthSnapshot) => void>();
+  private readonly listeners = new Set<(s: ReadinessSnapshot) => void>();
   private readonly roundListeners = new Set<(r: EngineRound) => void>();
   private conditions = new Map<string, TrackedCondition>();
   private firstRoundDone = false;
@@ -81,14 +81,14 @@ export class CheckEngine implements ReadinessProvider {
   /** When each coverage gap (NoChecks, CheckMissing) was first seen. */
   private readonly gapSince = new Map<string, string>();
   private lastGaps = "";
-  private snap: HealthSnapshot;
+  private snap: ReadinessSnapshot;
   private started = false;
   private stopped = false;
   private unwatch: (() => void) | null = null;
   private unwatchSources: (() => void) | null = null;
   private unwatchQuarantine: (() => void) | null = null;
 
-  constructor(private readonly opts: CheckEngineOptions) {
+  constructor(private readonly opts: ReadinessEngineOptions) {
     this.log = opts.logger.child({ component: "engine" });
     this.runtime = opts.runtime;
     this.rounds = new Rounds({
@@ -137,11 +137,11 @@ export class CheckEngine implements ReadinessProvider {
     await this.runtime.stop();
   }
 
-  snapshot(): HealthSnapshot {
+  snapshot(): ReadinessSnapshot {
     return this.snap;
   }
 
-  subscribe(listener: (s: HealthSnapshot) => void): () => void {
+  subscribe(listener: (s: ReadinessSnapshot) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -314,7 +314,7 @@ export class CheckEngine implements ReadinessProvider {
   }
 
   /** Recomputes the snapshot; bumps generation and notifies only when something that matters changed. */
-  private publish(initial = false): HealthSnapshot {
+  private publish(initial = false): ReadinessSnapshot {
     const set = this.runtime.current();
     const { overrides } = set;
     const pluginRefusals = set.refusals;
