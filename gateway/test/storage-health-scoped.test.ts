@@ -16,7 +16,7 @@ import type { SourceResult } from "../src/engine/sources/index.js";
 import { keptWith, remember, reuse, type CallConfig, type StableVerdict } from "../src/checks/stable-memo.js";
 import type { CheckOutcome } from "../src/runtime/runtime.js";
 import type { LoadedPlugin } from "../src/runtime/types.js";
-import { readFixture } from "../src/plugin-test/fixture-file.js";
+import { readFixture } from "../src/cli/plugin-test/fixture-file.js";
 import { loadPlugin } from "../../plugins/test/harness.js";
 import { ROOT } from "./helpers/gateway-process.js";
 
