@@ -256,7 +256,7 @@ describe("through a running gateway (main.ts wiring, the engine's real health)",
     });
     fs.writeFileSync(path.join(plugins, "st.wasm"), await storagePlugin("st", "kernel.release", { unreachable }));
     const gw = await startGatewayProcess(
-      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${root}`, "--check-interval=1s", `--kubeconfig=${kubeconfig}`,
+      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${root}`, "--check-interval=1s", "--health-interval=1s", `--kubeconfig=${kubeconfig}`,
         "--node-storage-condition=lustre.csi.example.com/StorageReachable", "--node-write-interval=50ms", "--node-backoff-cap=1s"],
       { env: { NODE_NAME: "node-a" } },
     );

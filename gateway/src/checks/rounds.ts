@@ -6,7 +6,8 @@
 import { SingleFlight } from "../support/single-flight.js";
 
 export interface RoundsOptions {
-  round(): Promise<void>;
+  /** One round; `forced`: someone asked for it (now()), rather than its interval coming round. */
+  round(forced: boolean): Promise<void>;
   /** Milliseconds from the end of one round to the start of the next; undefined: only on request. */
   intervalMs?: number;
   onError(err: unknown): void;
@@ -22,15 +23,20 @@ export class Rounds {
   private readonly flight: SingleFlight;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  private forced = false;
   private readonly running = new Set<Promise<unknown>>();
 
   constructor(private readonly opts: RoundsOptions) {
     this.flight = new SingleFlight(() => this.one(), opts.onError);
   }
 
-  /** Runs a round now, or right after the one in progress; resolves when it has ended. */
-  now(): Promise<void> {
+  /**
+   * Runs a round now, or right after the one in progress; resolves when it
+   * has ended. A forced round runs every kind of check, due or not.
+   */
+  now(forced = true): Promise<void> {
     if (this.stopped) return Promise.resolve();
+    if (forced) this.forced = true;
     return this.track(this.flight.run());
   }
 
@@ -56,14 +62,42 @@ export class Rounds {
   private async one(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    const forced = this.forced;
+    this.forced = false;
     try {
-      if (!this.stopped) await this.opts.round();
+      if (!this.stopped) await this.opts.round(forced);
     } finally {
       if (!this.stopped && this.opts.intervalMs !== undefined) {
-        this.timer = setTimeout(() => void this.now(), this.opts.intervalMs);
+        this.timer = setTimeout(() => void this.now(false), this.opts.intervalMs);
         this.timer.unref();
       }
     }
+  }
+}
+
+/**
+ * A kind of check with a cadence of its own within a scope's rounds (storage
+ * and volume health every --health-interval, readiness every round): a round
+ * is its turn when its interval has passed since its last turn, when the
+ * round was asked for, or when something made it urgent (hurry()).
+ */
+export class Cadence {
+  private last = Number.NEGATIVE_INFINITY;
+  private urgent = false;
+
+  constructor(private readonly everyMs: number) {}
+
+  /** Whether the round starting at `nowMs` is this kind's turn; if so, its interval starts again. */
+  turn(nowMs: number, forced: boolean): boolean {
+    if (!forced && !this.urgent && nowMs - this.last < this.everyMs) return false;
+    this.urgent = false;
+    this.last = nowMs;
+    return true;
+  }
+
+  /** The next round is this kind's turn, whatever its interval says. */
+  hurry(): void {
+    this.urgent = true;
   }
 }
 

@@ -116,6 +116,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     catalog,
     runtime,
     checkIntervalMs: cfg.checkIntervalMs,
+    healthIntervalMs: cfg.healthIntervalMs,
     requiredChecks: cfg.requireChecks,
     logger,
     metrics,
@@ -132,6 +133,8 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
           metrics,
           maxVolumes: cfg.maxVolumes,
           kubeletDir: cfg.kubeletDir,
+          // The mount table is searched again every 12 readiness rounds' time (a minute by default), whatever the health cadence.
+          rediscoverEveryRounds: Math.max(1, Math.round((12 * cfg.checkIntervalMs) / Math.max(cfg.healthIntervalMs, cfg.checkIntervalMs))),
         })
       : undefined;
   health?.start();
@@ -163,6 +166,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       procfs: host.procfs,
       sysfs: host.sysfs,
       checkIntervalMs: cfg.checkIntervalMs,
+      healthIntervalMs: cfg.healthIntervalMs,
       plugins: engine.plugins().map((p) => `${p.name}@${p.version}`),
     },
   };

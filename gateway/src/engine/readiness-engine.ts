@@ -2,7 +2,7 @@ import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { PluginConfigState, PluginRuntime, PluginSet } from "../runtime/runtime.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
-import { Rounds } from "../checks/rounds.js";
+import { Cadence, Rounds } from "../checks/rounds.js";
 import { CheckScope, type CheckResult, type PendingResult } from "../checks/runner.js";
 import { coverageGaps } from "./coverage.js";
 import { buildSnapshot, judge, signature, type TrackedCondition } from "./readiness-verdict.js";
@@ -22,6 +22,12 @@ export interface ReadinessEngineOptions {
    */
   runtime: PluginRuntime;
   checkIntervalMs?: number;
+  /**
+   * How often the storage and volume health checks (probe storage, volume)
+   * take part in a round: every round whose start is this long after their
+   * last one (and every round asked for with refresh()). Default: every round.
+   */
+  healthIntervalMs?: number;
   logger: Logger;
   metrics: Metrics;
   /** Check names that must be loaded and scheduled; a missing one fails readiness with CheckMissing. */
@@ -55,11 +61,16 @@ const NODE = "node";
 export interface EngineRound {
   /** Epoch seconds when the round started (the plugins' round.epoch). */
   epoch: number;
+  /** The storage and volume health checks' turn (--health-interval): the storage checks ran in this round. */
+  health: boolean;
   /** Results of the plugins still loaded when the round was applied. */
   results: readonly RunResult[];
 }
 
 const STATUSES: readonly CheckStatus[] = ["pass", "warn", "fail"];
+
+/** The kinds of check that run at the health cadence rather than every round. */
+const isHealthCheck = (p: LoadedPlugin) => p.manifest.probe === "storage" || p.manifest.probe === "volume";
 
 /**
  * Runs the check plugins on a schedule and keeps a precomputed snapshot, so
@@ -72,6 +83,8 @@ export class ReadinessEngine implements ReadinessProvider {
   private readonly rounds: Rounds;
   /** The node's checks, run by the runner: their stable verdicts and epochs, by check name. */
   private readonly checks: CheckScope;
+  /** The storage checks' turns (--health-interval); readiness and liveness checks run every round. */
+  private readonly health: Cadence;
   private readonly listeners = new Set<(s: ReadinessSnapshot) => void>();
   private readonly roundListeners = new Set<(r: EngineRound) => void>();
   private conditions = new Map<string, TrackedCondition>();
@@ -91,8 +104,9 @@ export class ReadinessEngine implements ReadinessProvider {
   constructor(private readonly opts: ReadinessEngineOptions) {
     this.log = opts.logger.child({ component: "engine" });
     this.runtime = opts.runtime;
+    this.health = new Cadence(opts.healthIntervalMs ?? 0);
     this.rounds = new Rounds({
-      round: () => this.evaluate(),
+      round: (forced) => this.evaluate(forced),
       intervalMs: opts.checkIntervalMs ?? 5000,
       onError: (err) => this.log.error({ err: (err as Error).message }, "evaluation round failed"),
     });
@@ -231,16 +245,19 @@ export class ReadinessEngine implements ReadinessProvider {
     for (const r of set.refusals) m.refusedPlugin.set({ file: r.file, reason: r.reason }, 1);
   }
 
-  private async evaluate(): Promise<void> {
-    const plugins = this.scheduled(this.runtime.current());
+  private async evaluate(forced: boolean): Promise<void> {
+    const health = this.health.turn(Date.now(), forced);
+    const scheduled = this.scheduled(this.runtime.current());
+    // Between the health checks' turns their conditions stand as last judged.
+    const plugins = health ? scheduled : scheduled.filter((p) => !isHealthCheck(p));
     const epoch = Math.floor(Date.now() / 1000);
     const needsFacts = (p: LoadedPlugin) => p.manifest.sources.some((s) => this.opts.catalog.requiredFacts(s).length > 0);
     const results = await this.checks.run(NODE, plugins, { catalog: this.opts.catalog, epoch, needsFacts });
     if (this.stopped) return;
-    this.apply(results, epoch);
+    this.apply(results, epoch, health);
   }
 
-  private apply(results: PendingResult[], epoch: number): void {
+  private apply(results: PendingResult[], epoch: number, health: boolean): void {
     const current = new Set(this.scheduled(this.runtime.current()).map((p) => p.key));
     const m = this.opts.metrics;
     // The set may have been swapped while this round ran: results of
@@ -293,7 +310,7 @@ export class ReadinessEngine implements ReadinessProvider {
     }
     this.firstRoundDone = true;
     this.publish();
-    const round: EngineRound = { epoch, results: applied };
+    const round: EngineRound = { epoch, health, results: applied };
     for (const fn of this.roundListeners) {
       try {
         fn(round);
@@ -353,6 +370,9 @@ export class ReadinessEngine implements ReadinessProvider {
     if (changed && !initial) {
       if (prev && (prev.phase !== verdict.phase || prev.live !== verdict.live)) {
         this.log.info({ phase: verdict.phase, ready: verdict.ready, live: verdict.live }, "health changed");
+        // What broke readiness (LNet, a module) may be what storage health
+        // reports too: the next round judges storage as well, not in --health-interval.
+        if (prev.phase !== "initializing") this.health.hurry();
       }
       for (const fn of this.listeners) {
         try {

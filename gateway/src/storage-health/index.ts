@@ -1,9 +1,10 @@
 // Storage and volume health: the engine's side of NodeGetStorageHealth,
 // NodeGetVolumeHealth and the legacy volume_condition. Storage checks run in
-// the check engine's rounds (their verdicts arrive through onRound); volume
-// checks run here, in the background, once per round for every known volume,
-// right after the engine's round so the shared sources (lctl output) are
-// still in the catalog's cache. Answering reads memory only: nothing a
+// the readiness engine's rounds on their own cadence (--health-interval:
+// their verdicts arrive through onRound on the rounds that are their turn);
+// volume checks run here, in the background, for every known volume right
+// after such a round, so the shared sources (lctl output) are still in the
+// catalog's cache, and at once for a volume newly staged or published. Answering reads memory only: nothing a
 // health call does waits on a plugin, a source, a file or a process.
 
 import type { Logger } from "../observability/logger.js";
@@ -151,6 +152,8 @@ class HealthEvaluator implements StorageHealth {
   }
 
   private onEngineRound(r: EngineRound): void {
+    // Storage checks ran only on the health cadence's turn; between turns their entries stand.
+    if (!r.health) return;
     const results = r.results.filter((x) => x.plugin.manifest.probe === "storage");
     for (const x of results) {
       if (x.outcome.kind !== "verdict") continue;
