@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { FakeKubeApi, type RequestRecord } from "../gateway/test/helpers/fake-kube-api.js";
 import { TestHealthView } from "../gateway/test/helpers/test-health-view.js";
-import type { HealthSnapshot } from "../gateway/src/engine/state.js";
+import type { ReadinessSnapshot } from "../gateway/src/engine/readiness.js";
 import { createKubeApi } from "../gateway/src/kube/client/api.js";
 import { loadClientConfig } from "../gateway/src/kube/client/kubeconfig.js";
 import { KubeMetrics } from "../gateway/src/kube/metrics.js";
@@ -56,7 +56,7 @@ export async function healthEventsCost(): Promise<HealthCostRow[]> {
   const km = new KubeMetrics(new Metrics({ processMetrics: false }));
   const client = createKubeApi({ nodeName: "node-a", config: loadClientConfig({ files: [kubeconfig], env: {} }), impersonateNode: false, requestTimeoutMs: 5000, onRequest: (r) => km.requests.inc(r), userAgent: "bench" });
   const view = new TestHealthView();
-  const snap = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 } as unknown as HealthSnapshot;
+  const snap = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 } as unknown as ReadinessSnapshot;
   const reporter = new NodeReporter({
     api: client,
     spec: {

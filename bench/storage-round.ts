@@ -13,8 +13,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { CheckEngine } from "../gateway/src/engine/engine.js";
-import { createStorageHealth } from "../gateway/src/engine/health/index.js";
+import { ReadinessEngine } from "../gateway/src/engine/readiness-engine.js";
+import { createStorageHealth } from "../gateway/src/storage-health/index.js";
 import { SourceCatalog } from "../gateway/src/engine/sources/index.js";
 
 const SPAWNER = process.env.SPAWNER !== "off";
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     const catalog = await SourceCatalog.create({ procfs, sysfs: root, logger, commandSpawner: SPAWNER, ...(interval ? { statfsIntervalMs: Number(interval) } : {}) });
     const metrics = new Metrics({ processMetrics: false });
     const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger });
-    const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
+    const engine = new ReadinessEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
     const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger, metrics, maxVolumes: 1024 });
     await engine.start();
     for (let i = 0; i < n; i++) health.registry.remember({ volumeId: `v${i}`, targetPath: join(root, "vols", `v${i}`), origin: "publish" });
@@ -174,7 +174,7 @@ async function lustreRounds(counts: number[], osts: number, historyLength: numbe
     const catalog = await SourceCatalog.create({ procfs, sysfs: root, env, logger, commandSpawner: SPAWNER, ...defaults, ...(interval ? { statfsIntervalMs: Number(interval) } : {}) });
     const metrics = new Metrics({ processMetrics: false });
     const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger });
-    const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
+    const engine = new ReadinessEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics });
     const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger, metrics });
     await engine.start();
     filesystems.forEach((f, i) => health.registry.remember({ volumeId: `pv${i}`, targetPath: f.mountpoint, readOnly: false, origin: "publish" }));

@@ -3,7 +3,7 @@
 //  - sandbox call: a plugin loaded once in the runtime's worker-thread Sandbox,
 //    then callCheck() repeatedly (what one check costs the gateway per round);
 //  - runPluginOnce: load + one call + teardown (what `probegate plugin test` costs);
-//  - CheckEngine round with 1, 8 and 32 plugins loaded (copies of the bundled
+//  - ReadinessEngine round with 1, 8 and 32 plugins loaded (copies of the bundled
 //    readiness plugins with renamed manifests), sources served from memory.
 import fs from "node:fs";
 import os from "node:os";
@@ -107,7 +107,7 @@ export async function measureRuntime(files: string[], budgetMs: number, engineCo
   }
   // 3) engine rounds
   try {
-    const { CheckEngine } = await imp("engine/engine.js");
+    const { ReadinessEngine } = await imp("engine/engine.js");
     const { PluginRuntime } = await imp("runtime/runtime.js");
     const { createLogger } = await imp("observability/logger.js");
     const { Metrics } = await imp("observability/metrics.js");
@@ -137,7 +137,7 @@ export async function measureRuntime(files: string[], budgetMs: number, engineCo
       }
       const logger = createLogger("silent");
       const runtime = new PluginRuntime({ dir, isKnownSource: catalog.has, logger });
-      const engine = new CheckEngine({
+      const engine = new ReadinessEngine({
         mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger, metrics: new Metrics({ processMetrics: false }),
       });
       try {

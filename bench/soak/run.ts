@@ -162,7 +162,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   fs.writeFileSync(kubeconfig, kube.kubeconfig("soak-token"));
   const kubeArgs = !o.kube ? [] : [`--kubeconfig=${kubeconfig}`, `--node-name=${KUBE_NODE}`, `--node-condition=${KUBE_CONDITION}`, `--node-taint=${KUBE_TAINT}:NoSchedule`, "--node-taint-mode=continuous"];
 
-  const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, `--kubelet-dir=${path.join(work, "kubelet")}`, "--log-level=info"];
+  const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, `--health-interval=${o.checkIntervalMs}ms`, `--kubelet-dir=${path.join(work, "kubelet")}`, "--log-level=info"];
   const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...kubeArgs, ...common] }, t0);
   const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...common] }, t0);
   // Interrupted (^C, SIGTERM): take the gateways and the driver down too, and

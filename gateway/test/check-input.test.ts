@@ -2,7 +2,7 @@
 // once per round, not once per plugin call): it must stay byte for byte what
 // JSON.stringify of the documented shape gives.
 import { describe, expect, it } from "vitest";
-import { buildCheckInput } from "../src/engine/check-input.js";
+import { buildCheckInput } from "../src/checks/check-input.js";
 import type { SourceResult } from "../src/engine/sources/index.js";
 
 function plain(sources: Array<[string, SourceResult]>, facts: Record<string, string>, nowMs: number, config?: object, round?: { epoch: number; previousEpoch: number }): string {

@@ -1,7 +1,7 @@
 import { mkdir, readFile, rename, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { HealthSnapshot } from "../src/engine/state.js";
+import type { ReadinessSnapshot } from "../src/engine/readiness.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { compileAs, compileEcho, compileHostile } from "./hostile/build.js";
 import { engineOver, FakeCatalog, tempDir, waitFor } from "./hostile/harness.js";
@@ -57,7 +57,7 @@ async function newDir() {
   return d.path;
 }
 
-const cond = (s: HealthSnapshot, name: string) => s.conditions.find((c) => c.name === name);
+const cond = (s: ReadinessSnapshot, name: string) => s.conditions.find((c) => c.name === name);
 
 /** probegate_plugin_quarantined{plugin} as the registry holds it (undefined: no series). */
 async function quarantinedGauge(metrics: Metrics, plugin: string): Promise<number | undefined> {

@@ -9,14 +9,10 @@
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth } from "../src/engine/health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
-import { Metrics } from "../src/observability/metrics.js";
-import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
-import { PluginRuntime } from "../src/runtime/runtime.js";
 import { fakeLustre, type FakeLustreState } from "./helpers/fake-lustre.js";
 import { ROOT } from "./helpers/gateway-process.js";
+import { callsIn, COUNTING_PLUGIN_PRELUDE, metricValue, startChecks } from "./helpers/checks-harness.js";
 import { compileAs } from "./hostile/build.js";
 import { silentLogger, waitFor } from "./hostile/harness.js";
 
@@ -44,15 +40,7 @@ function counterPlugin(tag: string, name = "counter", probe = "storage"): Promis
     severity: "required",
     config: { mark: { type: "string", default: "a", description: "echoed" } },
   });
-  return compileAs(`
-let calls: i32 = 0;
-function between(s: string, start: string, end: string): string {
-  const i = s.indexOf(start);
-  if (i < 0) return "";
-  const j = s.indexOf(end, i + start.length);
-  return j < 0 ? "" : s.substring(i + start.length, j);
-}
-export function manifest(): string {
+  return compileAs(`${COUNTING_PLUGIN_PRELUDE}export function manifest(): string {
   return ${JSON.stringify(manifest)};
 }
 export function check(input: string): string {
@@ -99,11 +87,6 @@ function lustre(opts: { ost3?: "DISCONN" | "RECOVER"; evictedAt?: number } = {})
   };
 }
 
-async function metricValue(m: Metrics, name: string, labels: Record<string, string>): Promise<number> {
-  const data = await m.registry.getSingleMetric(name)?.get();
-  return data?.values.find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val))?.value ?? 0;
-}
-
 async function setup() {
   const n = fakeLustre({ base: "healthy", lustre: lustre() });
   cleanups.push(() => n.cleanup());
@@ -113,14 +96,7 @@ async function setup() {
   writeFileSync(join(pluginsDir, "counter.wasm"), counterV1);
   writeFileSync(join(pluginsDir, "ready-counter.wasm"), readyCounter);
   const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env: n.env, logger: silentLogger });
-  const metrics = new Metrics({ processMetrics: false });
-  const runtime = new PluginRuntime({ dir: pluginsDir, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
-  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
-  const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger: silentLogger, metrics });
-  cleanups.push(() => catalog.stop(), () => engine.stop(), () => health.stop());
-  health.start();
-  await engine.start();
-  await waitFor(() => engine.snapshot().phase !== "initializing", "first round");
+  const { metrics, runtime, engine, health } = await startChecks(catalog, pluginsDir, cleanups);
   await waitFor(() => engine.snapshot().conditions.some((c) => c.name === "counter") && engine.snapshot().conditions.some((c) => c.name === "lustre-imports"), "both checks ran");
   const cond = (name: string) => engine.snapshot().conditions.find((c) => c.name === name)!;
   return {
@@ -147,8 +123,6 @@ async function setup() {
     events: (check: string, reason: string) => metricValue(metrics, "probegate_storage_events_total", { check, reason }),
   };
 }
-
-const callsIn = (message: string) => Number(/calls=(\d+)/.exec(message)![1]);
 
 describe("engine checks with a stable verdict", () => {
   it("are not called while what they read is equal; a changed listing is judged at once, and an eviction is counted", async () => {

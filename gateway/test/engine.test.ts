@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { HealthSnapshot } from "../src/engine/state.js";
+import type { ReadinessSnapshot } from "../src/engine/readiness.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { compileEcho, compileHostile } from "./hostile/build.js";
 import { engineOver, FakeCatalog, tempDir, waitFor } from "./hostile/harness.js";
@@ -43,9 +43,9 @@ async function engineWith(files: Record<string, Uint8Array>, opts: { mode?: "nod
   return { engine, catalog, metrics, dir: dir.path };
 }
 
-const cond = (s: HealthSnapshot, name: string) => s.conditions.find((c) => c.name === name);
+const cond = (s: ReadinessSnapshot, name: string) => s.conditions.find((c) => c.name === name);
 
-describe("CheckEngine semantics", () => {
+describe("ReadinessEngine semantics", () => {
   it("is initializing (not ready, live) until the first round completes, then ready", async () => {
     const { engine, metrics } = await engineWith({ "a.wasm": bin.readiness! });
     const before = engine.snapshot();
@@ -68,7 +68,7 @@ describe("CheckEngine semantics", () => {
 
   it("goes not-ready on a required failure, keeps lastTransitionTime and generation while nothing changes", async () => {
     const { engine, catalog } = await engineWith({ "a.wasm": bin.readiness! });
-    const seen: HealthSnapshot[] = [];
+    const seen: ReadinessSnapshot[] = [];
     engine.subscribe((s) => seen.push(s));
     await engine.start();
     await waitFor(() => engine.snapshot().phase === "ready", "ready");

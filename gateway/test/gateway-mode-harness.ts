@@ -9,8 +9,8 @@ import pino from "pino";
 import type * as grpc from "@grpc/grpc-js";
 import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
 import { GetPluginInfoResponseSchema, ProbeRequestSchema, ProbeResponseSchema } from "../gen/csi/v1/csi_pb.js";
-import type { Condition, HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
-import type { StorageHealthView, VolumeRegistry } from "../src/engine/storage-health.js";
+import type { Condition, ReadinessSnapshot, ReadinessProvider } from "../src/engine/readiness.js";
+import type { StorageHealthView, VolumeRegistry } from "../src/storage-health/view.js";
 import { startGateway, type Gateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";
@@ -21,16 +21,16 @@ import { FakeCsiDriver, rawCall, unixClient, type ServiceName } from "./helpers/
 
 /** A readiness provider the test flips by hand, standing in for the check engine. */
 export class ScriptedReadiness implements ReadinessProvider {
-  private snap: HealthSnapshot = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 };
-  private listeners = new Set<(s: HealthSnapshot) => void>();
-  snapshot(): HealthSnapshot {
+  private snap: ReadinessSnapshot = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 };
+  private listeners = new Set<(s: ReadinessSnapshot) => void>();
+  snapshot(): ReadinessSnapshot {
     return this.snap;
   }
-  subscribe(l: (s: HealthSnapshot) => void): () => void {
+  subscribe(l: (s: ReadinessSnapshot) => void): () => void {
     this.listeners.add(l);
     return () => this.listeners.delete(l);
   }
-  set(next: Partial<HealthSnapshot>): void {
+  set(next: Partial<ReadinessSnapshot>): void {
     this.snap = { ...this.snap, ...next, generation: this.snap.generation + 1 };
     for (const l of this.listeners) l(this.snap);
   }

@@ -19,7 +19,7 @@ const RpcType = { ...NodeServiceCapability_RPC_Type, VOLUME_CONDITION: LegacyNod
 type RpcType = NodeServiceCapability_RPC_Type;
 import { PluginRuntime } from "../src/runtime/runtime.js";
 import type { SourceResult } from "../src/engine/sources/index.js";
-import { createStorageHealth } from "../src/engine/health/index.js";
+import { createStorageHealth } from "../src/storage-health/index.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { ScriptedHealth, volumeEntry } from "./helpers/scripted-health.js";
 import { rawCall } from "./helpers/fake-csi-driver.js";

@@ -9,8 +9,8 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "../gen/grpc/health/v1/health_pb.js";
-import type { HealthSnapshot } from "../src/engine/state.js";
-import { healthService } from "../src/services/health.js";
+import type { ReadinessSnapshot } from "../src/engine/readiness.js";
+import { healthService } from "../src/services/grpc-health.js";
 import { ScriptedReadiness } from "./gateway-mode-harness.js";
 
 /** Node's own record of the AbortSignal.any() signals that follow `s` (0 when it keeps none). */
@@ -22,7 +22,7 @@ function dependants(s: AbortSignal): number {
 /** Counts live subscriptions: a Watch holds one until it has ended on the server. */
 class CountingReadiness extends ScriptedReadiness {
   live = 0;
-  override subscribe(l: (s: HealthSnapshot) => void): () => void {
+  override subscribe(l: (s: ReadinessSnapshot) => void): () => void {
     this.live++;
     const off = super.subscribe(l);
     return () => {

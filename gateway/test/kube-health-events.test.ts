@@ -7,8 +7,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
-import type { VolumeRef } from "../src/engine/storage-health.js";
+import type { ReadinessSnapshot, ReadinessProvider } from "../src/engine/readiness.js";
+import type { VolumeRef } from "../src/storage-health/view.js";
 import { createKubeApi } from "../src/kube/client/api.js";
 import { pvNameFromTargetPath } from "../src/kube/health-events.js";
 import { loadClientConfig } from "../src/kube/client/kubeconfig.js";
@@ -38,7 +38,7 @@ async function until<T>(what: string, f: () => T | undefined | false, timeoutMs 
 }
 const settle = (ms = 400) => new Promise((r) => setTimeout(r, ms));
 
-const READY: HealthSnapshot = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 } as unknown as HealthSnapshot;
+const READY: ReadinessSnapshot = { phase: "ready", ready: true, live: true, conditions: [], refusals: [], generation: 1 } as unknown as ReadinessSnapshot;
 const readiness: ReadinessProvider = { snapshot: () => READY, subscribe: () => () => {} };
 
 const TARGET = (pv: string) => `/var/lib/kubelet/pods/0b6e4c1a-1111-2222-3333-444455556666/volumes/kubernetes.io~csi/${pv}/mount`;
@@ -256,7 +256,7 @@ describe("through a running gateway (main.ts wiring, the engine's real health)",
     });
     fs.writeFileSync(path.join(plugins, "st.wasm"), await storagePlugin("st", "kernel.release", { unreachable }));
     const gw = await startGatewayProcess(
-      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${root}`, "--check-interval=1s", `--kubeconfig=${kubeconfig}`,
+      [`--plugins-dir=${plugins}`, `--path.procfs=${procfs}`, `--path.sysfs=${root}`, "--check-interval=1s", "--health-interval=1s", `--kubeconfig=${kubeconfig}`,
         "--node-storage-condition=lustre.csi.example.com/StorageReachable", "--node-write-interval=50ms", "--node-backoff-cap=1s"],
       { env: { NODE_NAME: "node-a" } },
     );

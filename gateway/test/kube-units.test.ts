@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { Backoff, TokenBucket } from "../src/kube/backoff.js";
 import { retryAfterMs } from "../src/kube/client/retry-after.js";
-import type { HealthSnapshot } from "../src/engine/state.js";
+import type { ReadinessSnapshot } from "../src/engine/readiness.js";
 import { camelReason, desiredState, MESSAGE_LIMIT } from "../src/kube/desired.js";
 import { planConditions, planTaint } from "../src/kube/node-plan.js";
 import type { NodeView } from "../src/kube/node-view.js";
@@ -99,7 +99,7 @@ describe("desiredState (issue 31)", () => {
     plugin: { name: "x", version: "1.0.0", sha256: "0".repeat(64), file: "x.wasm" },
   };
   it("a required liveness check that cannot run makes the condition False, naming it; messages stay one line and bounded", () => {
-    const s: HealthSnapshot = {
+    const s: ReadinessSnapshot = {
       phase: "not-ready",
       ready: false,
       live: true,

@@ -4,7 +4,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig, UsageError } from "../src/cli/config.js";
-import type { Condition, HealthSnapshot, ReadinessProvider } from "../src/engine/state.js";
+import type { Condition, ReadinessSnapshot, ReadinessProvider } from "../src/engine/readiness.js";
 import { createHttpApp } from "../src/http/app.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { ConnectionTable } from "../src/transport/connection-table.js";
@@ -88,7 +88,7 @@ describe("health detail", () => {
     message: "10.0.0.4@tcp is not configured", lastTransitionTime: now, lastRunTime: now, durationMs: 1,
     plugin: { name: "lnet-nids", version: "1", sha256: "0", file: "lnet-nids.wasm" }, fault: false,
   };
-  const snapshot: HealthSnapshot = { phase: "not-ready", ready: false, live: true, conditions: [failing], refusals: [], generation: 1 };
+  const snapshot: ReadinessSnapshot = { phase: "not-ready", ready: false, live: true, conditions: [failing], refusals: [], generation: 1 };
   const readiness: ReadinessProvider = { snapshot: () => snapshot, subscribe: () => () => {} };
   const ask = (app: ReturnType<typeof createHttpApp>, remoteAddress: string | undefined, path: string, accept = "*/*") =>
     app.fetch(new Request(`http://x${path}`, { headers: { accept } }), { incoming: { socket: { remoteAddress } } });

@@ -48,7 +48,7 @@ async function gatewayOn(lustre: FakeLustreState) {
   const node = fakeLustre({ base: "healthy", lustre });
   nodes.push(node);
   const gw = await startGatewayProcess(
-    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", `--plugins-dir=${BUNDLED}`, "--log-level=info"],
+    [`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", "--health-interval=1s", `--plugins-dir=${BUNDLED}`, "--log-level=info"],
     { env: node.env },
   );
   running.push(gw);

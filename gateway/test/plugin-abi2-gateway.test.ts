@@ -8,8 +8,8 @@
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readFixture } from "../src/plugin-test/fixture-file.js";
-import { compareVerdict } from "../src/plugin-test/fixture-run.js";
+import { readFixture } from "../src/cli/plugin-test/fixture-file.js";
+import { compareVerdict } from "../src/cli/plugin-test/fixture-run.js";
 import { fakeLnet } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { gatewayTestScope } from "./helpers/test-scope.js";

@@ -3,8 +3,8 @@
 // point or a host import, and the worker can call a module only if every
 // entry point it is told is one the loader required.
 import { describe, expect, it } from "vitest";
-import { ABIS, ABI_DESCRIPTORS, markers, workerAbi } from "../../gateway/src/runtime/abi/index.js";
-import { PLUGIN_ABIS } from "../../gateway/src/runtime/types.js";
+import { ABIS, ABI_DESCRIPTORS, markers, workerAbi } from "../src/runtime/abi/index.js";
+import { PLUGIN_ABIS } from "../src/runtime/types.js";
 
 describe("plugin ABI descriptors", () => {
   it("one per ABI the gateway speaks, oldest first", () => {

@@ -270,7 +270,7 @@ describe("a running gateway on a fake Lustre client", () => {
     mkdirSync(plugins);
     for (const p of ["lustre-imports", "volume-lustre-health"]) copyFileSync(join(ROOT, "dist/plugins", `${p}.wasm`), join(plugins, `${p}.wasm`));
     const gp: GatewayProcess = await startGatewayProcess(
-      [`--plugins-dir=${plugins}`, `--path.procfs=${n.procfs}`, `--path.sysfs=${n.sysfs}`, "--check-interval=1s"],
+      [`--plugins-dir=${plugins}`, `--path.procfs=${n.procfs}`, `--path.sysfs=${n.sysfs}`, "--check-interval=1s", "--health-interval=1s"],
       { env: n.env },
     );
     cleanups.push(() => gp.stop());

@@ -5,15 +5,11 @@
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth } from "../src/engine/health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { defaultSpawnerPath } from "../src/exec/spawner.js";
-import { Metrics } from "../src/observability/metrics.js";
-import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
-import { PluginRuntime } from "../src/runtime/runtime.js";
 import { fakeLustre, type FakeLustreState } from "./helpers/fake-lustre.js";
 import { ROOT } from "./helpers/gateway-process.js";
+import { startChecks } from "./helpers/checks-harness.js";
 import { compileAs } from "./hostile/build.js";
 import { silentLogger, waitFor } from "./hostile/harness.js";
 
@@ -58,14 +54,7 @@ async function setup(lustre: FakeLustreState = state(), extraPlugins: Record<str
   const env = { ...n.env, FAKE_STAT_LOG: log, FAKE_STAT_HANG: hang };
   const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env, logger: silentLogger, statfsBoundMs: 2000, statfsIntervalMs: 0, commandSpawner });
   if (commandSpawner) expect(catalog.spawner?.fallbackReason).toBeUndefined();
-  const metrics = new Metrics({ processMetrics: false });
-  const runtime = new PluginRuntime({ dir: plugins, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
-  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
-  const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger: silentLogger, metrics });
-  cleanups.push(() => catalog.stop(), () => engine.stop(), () => health.stop());
-  health.start();
-  await engine.start();
-  await waitFor(() => engine.snapshot().phase !== "initializing", "first round");
+  const { metrics, runtime, engine, health } = await startChecks(catalog, plugins, cleanups);
   health.registry.remember({ volumeId: "pv1", targetPath: TARGET, readOnly: false, origin: "publish" });
   await waitFor(() => health.view.volume("pv1"), "pv1 evaluated");
   // Past the catalog's command cache (2 s), so each round reads the fake tools anew.

@@ -10,13 +10,13 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { renderGetname, renderImports, renderStates } from "../demo/lib/fake-lustre.js";
-import { buildCheckInput } from "../src/engine/check-input.js";
-import { scopeListing, volumeScopedCatalog } from "../src/engine/health/scoped-sources.js";
+import { buildCheckInput } from "../src/checks/check-input.js";
+import { scopeListing, volumeScopedCatalog } from "../src/storage-health/scoped-sources.js";
 import type { SourceResult } from "../src/engine/sources/index.js";
-import { keptWith, remember, reuse, type CallConfig, type StableVerdict } from "../src/engine/stable-memo.js";
+import { keptWith, remember, reuse, type CallConfig, type StableVerdict } from "../src/checks/stable-memo.js";
 import type { CheckOutcome } from "../src/runtime/runtime.js";
 import type { LoadedPlugin } from "../src/runtime/types.js";
-import { readFixture } from "../src/plugin-test/fixture-file.js";
+import { readFixture } from "../src/cli/plugin-test/fixture-file.js";
 import { loadPlugin } from "../../plugins/test/harness.js";
 import { ROOT } from "./helpers/gateway-process.js";
 

@@ -11,18 +11,14 @@ import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NodeGetVolumeHealthRequestSchema, NodeGetVolumeHealthResponseSchema } from "../gen/csi/v1/csi_pb.js";
-import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth } from "../src/engine/health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { startGateway } from "../src/gateway.js";
-import { Metrics } from "../src/observability/metrics.js";
-import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
-import { PluginRuntime } from "../src/runtime/runtime.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";
 import { parseEndpoint } from "../src/transport/endpoint.js";
 import { rawCall, unixClient } from "./helpers/fake-csi-driver.js";
 import { fakeLustre, type FakeFilesystem, type FakeLustreState } from "./helpers/fake-lustre.js";
 import { ROOT } from "./helpers/gateway-process.js";
+import { callsIn, COUNTING_PLUGIN_PRELUDE, metricValue, startChecks } from "./helpers/checks-harness.js";
 import { compileAs } from "./hostile/build.js";
 import { silentLogger, waitFor } from "./hostile/harness.js";
 
@@ -58,15 +54,7 @@ function counterPlugin(tag: string): Promise<Uint8Array> {
     severity: "required",
     config: { mark: { type: "string", default: "a", description: "echoed" } },
   });
-  return compileAs(`
-let calls: i32 = 0;
-function between(s: string, start: string, end: string): string {
-  const i = s.indexOf(start);
-  if (i < 0) return "";
-  const j = s.indexOf(end, i + start.length);
-  return j < 0 ? "" : s.substring(i + start.length, j);
-}
-export function manifest(): string {
+  return compileAs(`${COUNTING_PLUGIN_PRELUDE}export function manifest(): string {
   return ${JSON.stringify(manifest)};
 }
 export function check(input: string): string {
@@ -100,11 +88,6 @@ function lustre(pvs: string[], down: Record<string, FakeFilesystem["states"]> = 
   };
 }
 
-async function metricValue(m: Metrics, name: string, labels: Record<string, string>): Promise<number> {
-  const data = await m.registry.getSingleMetric(name)?.get();
-  return data?.values.find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val))?.value ?? 0;
-}
-
 async function setup(pvs: string[]) {
   const n = fakeLustre({ base: "healthy", lustre: lustre(pvs) });
   cleanups.push(() => n.cleanup());
@@ -116,14 +99,7 @@ async function setup(pvs: string[]) {
   copyFileSync(join(ROOT, "dist/plugins/volume-lustre-health.wasm"), join(pluginsDir, "volume-lustre-health.wasm"));
   writeFileSync(join(pluginsDir, "counter.wasm"), counterV1);
   const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env: n.env, logger: silentLogger, statfsBoundMs: 2000, statfsIntervalMs: 0 });
-  const metrics = new Metrics({ processMetrics: false });
-  const runtime = new PluginRuntime({ dir: pluginsDir, isKnownSource: (s) => catalog.has(s), logger: silentLogger, ...pluginMetricHooks(metrics) });
-  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
-  const health = createStorageHealth({ mode: "node", engine, runtime, catalog, logger: silentLogger, metrics });
-  cleanups.push(() => catalog.stop(), () => engine.stop(), () => health.stop());
-  health.start();
-  await engine.start();
-  await waitFor(() => engine.snapshot().phase !== "initializing", "first round");
+  const { metrics, runtime, engine, health } = await startChecks(catalog, pluginsDir, cleanups);
   const socket = join(n.dir, "csi.sock");
   const gw = await startGateway({
     csiEndpoint: parseEndpoint(`unix://${socket}`),
@@ -166,8 +142,6 @@ async function setup(pvs: string[]) {
     },
   };
 }
-
-const callsIn = (message: string) => Number(/calls=(\d+)/.exec(message)![1]);
 
 describe("volume checks with a stable verdict", () => {
   it("are not called again while their inputs are equal; a changed import is; unstable ones and ones with events are called every round", async () => {

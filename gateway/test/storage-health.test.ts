@@ -4,10 +4,10 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CheckEngine } from "../src/engine/engine.js";
-import { createStorageHealth, VolumeRefError, type StorageHealth } from "../src/engine/health/index.js";
+import { ReadinessEngine } from "../src/engine/readiness-engine.js";
+import { createStorageHealth, VolumeRefError, type StorageHealth } from "../src/storage-health/index.js";
 import { SourceCatalog } from "../src/engine/sources/index.js";
-import type { HealthChange } from "../src/engine/storage-health.js";
+import type { HealthChange } from "../src/storage-health/view.js";
 import { desiredState } from "../src/kube/desired.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { pluginMetricHooks } from "../src/runtime/plugin-metrics.js";
@@ -59,7 +59,7 @@ echo bd00bd0
 
 interface Setup {
   root: string;
-  engine: CheckEngine;
+  engine: ReadinessEngine;
   health: StorageHealth;
   catalog: SourceCatalog;
   metrics: Metrics;
@@ -118,7 +118,7 @@ async function setup(
     quarantineAfter: 1000,
     ...pluginMetricHooks(metrics),
   });
-  const engine = new CheckEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
+  const engine = new ReadinessEngine({ mode: "node", catalog, runtime, checkIntervalMs: 3_600_000, logger: silentLogger, metrics });
   const health = createStorageHealth({
     mode: "node",
     engine,

@@ -1,9 +1,16 @@
 // Storage and volume health metrics: read from the health view at scrape
 // time, through the gateway's own registry, with bounded label sets.
 import { describe, expect, it } from "vitest";
-import { FS_LABEL_CAP, VOLUME_SERIES_CAP } from "../src/observability/storage-metrics.js";
+import { FS_LABEL_CAP, storageHealthMetrics, VOLUME_SERIES_CAP } from "../src/storage-health/view-metrics.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { TestHealthView } from "./helpers/test-health-view.js";
+
+/** The gateway's registry with the storage health gauges, as main.ts registers them in every mode. */
+function gatewayMetrics(): Metrics {
+  const m = new Metrics({ processMetrics: false });
+  storageHealthMetrics(m.registry);
+  return m;
+}
 
 async function scrape(m: Metrics): Promise<string> {
   return m.registry.metrics();
@@ -12,7 +19,7 @@ const lines = (text: string, name: string) => text.split("\n").filter((l) => l.s
 
 describe("storage health metrics", () => {
   it("before a view is attached: counts zero, no entries", async () => {
-    const text = await scrape(new Metrics({ processMetrics: false }));
+    const text = await scrape(gatewayMetrics());
     expect(lines(text, "probegate_storage_health")).toEqual([]);
     expect(lines(text, "probegate_volume_health").sort()).toEqual(
       ["DATA_LOSS", "DEGRADED", "HEALTHY", "INACCESSIBLE", "UNKNOWN"].map((s) => `probegate_volume_health{status="${s}"} 0`),
@@ -21,9 +28,9 @@ describe("storage health metrics", () => {
   });
 
   it("one series per storage entry while it exists; gone at the next scrape once cleared", async () => {
-    const m = new Metrics({ processMetrics: false });
+    const m = gatewayMetrics();
     const view = new TestHealthView();
-    m.storageHealth.attach(view);
+    storageHealthMetrics(m.registry).attach(view);
     view.setStorage([
       { status: "STORAGE_UNREACHABLE", reason: "MdtUnreachable", fs: "lustrefs" },
       { status: "STORAGE_DEGRADED", reason: "LnetNiDegraded", fs: undefined },
@@ -37,9 +44,9 @@ describe("storage health metrics", () => {
   });
 
   it("file system names are capped; volumes counted by status; per-volume series only for adverse ones, capped", async () => {
-    const m = new Metrics({ processMetrics: false });
+    const m = gatewayMetrics();
     const view = new TestHealthView();
-    m.storageHealth.attach(view);
+    storageHealthMetrics(m.registry).attach(view);
     view.setStorage(Array.from({ length: FS_LABEL_CAP + 10 }, (_, i) => ({ status: "STORAGE_DEGRADED" as const, reason: `R${i}`, fs: `fs${i}` })));
     const fsValues = new Set(lines(await scrape(m), "probegate_storage_health").map((l) => /fs="([^"]*)"/.exec(l)![1]));
     expect(fsValues.size).toBe(FS_LABEL_CAP + 1);

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { CheckEngine } from "../engine/engine.js";
-import { createStorageHealth, type StorageHealth } from "../engine/health/index.js";
+import { ReadinessEngine } from "../engine/readiness-engine.js";
+import { createStorageHealth, type StorageHealth } from "../storage-health/index.js";
 import { demoBinDir, demoScenarioDir, resolveProgram, SourceCatalog, SourcesFileError } from "../engine/sources/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -13,7 +13,7 @@ import { BUNDLED_CHECKS, BUNDLED_PLUGINS_DIR, IMAGE_PLUGINS_DIR } from "./packag
 import { isHostComposedSource } from "../engine/sources/host-sources.js";
 
 export interface RunningChecks {
-  engine: CheckEngine;
+  engine: ReadinessEngine;
   catalog: SourceCatalog;
   /** The engine's plugins, for whatever else runs them (gateway mode's volume checks). */
   runtime: PluginRuntime;
@@ -111,11 +111,12 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     logger: logger.child({ component: "plugins" }),
     ...pluginMetricHooks(metrics),
   });
-  const engine = new CheckEngine({
+  const engine = new ReadinessEngine({
     mode: cfg.mode,
     catalog,
     runtime,
     checkIntervalMs: cfg.checkIntervalMs,
+    healthIntervalMs: cfg.healthIntervalMs,
     requiredChecks: cfg.requireChecks,
     logger,
     metrics,
@@ -132,6 +133,8 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
           metrics,
           maxVolumes: cfg.maxVolumes,
           kubeletDir: cfg.kubeletDir,
+          // The mount table is searched again every 12 readiness rounds' time (a minute by default), whatever the health cadence.
+          rediscoverEveryRounds: Math.max(1, Math.round((12 * cfg.checkIntervalMs) / Math.max(cfg.healthIntervalMs, cfg.checkIntervalMs))),
         })
       : undefined;
   health?.start();
@@ -163,6 +166,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       procfs: host.procfs,
       sysfs: host.sysfs,
       checkIntervalMs: cfg.checkIntervalMs,
+      healthIntervalMs: cfg.healthIntervalMs,
       plugins: engine.plugins().map((p) => `${p.name}@${p.version}`),
     },
   };

@@ -6,11 +6,11 @@ import type { EdgeLimits } from "../transport/edge-limits.js";
 import { DEFAULT_HTTP_ENDPOINT, flagSpec, FlagValues, parseArgsOptions } from "./flags.js";
 import { UsageError } from "./flag-types.js";
 import { GATE_NAMES, type GateName } from "../upstream/methods.js";
+import type { Mode } from "../runtime/types.js";
 import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
 
 export { UsageError };
 
-export type Mode = "node" | "controller";
 export type { GateName };
 export type ProbeReady = "upstream" | "startup" | "readiness";
 
@@ -33,6 +33,8 @@ export interface Config {
   /** --plugins-dir, in order; empty means the bundled plugins. */
   pluginsDirs: string[];
   checkIntervalMs: number;
+  /** --health-interval: storage and volume health checks' cadence. */
+  healthIntervalMs: number;
   pluginTimeoutMs: number;
   pluginMemoryMiB: number;
   quarantineAfter: number;
@@ -207,6 +209,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     shutdownTimeoutMs: flags.get("shutdown-timeout"),
     pluginsDirs: pluginsDirs(flags.list("plugins-dir")),
     checkIntervalMs: flags.get("check-interval"),
+    healthIntervalMs: flags.get("health-interval"),
     pluginTimeoutMs: flags.get("plugin-timeout"),
     pluginMemoryMiB: flags.get("plugin-memory"),
     quarantineAfter: flags.get("quarantine-after"),

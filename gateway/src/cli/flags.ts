@@ -137,6 +137,8 @@ export const FLAGS = [
     help: "Directory of .wasm check plugins and their NAME.yaml/NAME.json configurations; watched, changes apply within seconds (ConfigMap ..data swaps included). Repeatable: a plugin name in a later directory replaces the same name from an earlier one. Given at all, it replaces the bundled Lustre checks; to keep them, give their directory first (the image's /etc/probegate/plugins, as the shipped manifests do; docs/plugins-bundled.md)." }),
   flag({ group: "Checks", name: "check-interval", arg: "DURATION", default: "5s", parse: durationAtLeast(CHECK_INTERVAL_FLOOR_MS, "each round runs every check and its commands"),
     help: `How often checks are re-evaluated; at least ${formatDuration(CHECK_INTERVAL_FLOOR_MS)}. Probe never waits for them.` }),
+  flag({ group: "Checks", name: "health-interval", arg: "DURATION", default: "30s", parse: durationAtLeast(CHECK_INTERVAL_FLOOR_MS, "storage health checks run their commands too"),
+    help: "How often storage and volume health checks (probe storage and volume) are re-evaluated, in the rounds of --check-interval; Lustre's own pings notice a lost server on this scale. A change of readiness brings their next evaluation forward, and a volume newly staged or published is evaluated at once." }),
   flag({ group: "Checks", name: "plugin-timeout", arg: "DURATION", default: "500ms", parse: duration,
     help: "Deadline for one plugin call; a plugin that overruns fails with PluginTimeout." }),
   flag({ group: "Checks", name: "plugin-memory", arg: "MiB", default: "16", parse: wholeNumber(1024),

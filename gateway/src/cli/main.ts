@@ -10,6 +10,7 @@ import { parseConfig, UsageError, type Config } from "./config.js";
 import { helpText } from "./flags.js";
 import { VERSION } from "./package-info.js";
 import { spokenAbis } from "../runtime/abi/index.js";
+import { storageHealthMetrics } from "../storage-health/view-metrics.js";
 import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
@@ -132,8 +133,8 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
 
-  // The storage and volume health gauges read the engine's view at each scrape.
-  if (checks.health) metrics.storageHealth.attach(checks.health.view);
+  // The storage and volume health gauges, in every mode; they read the evaluator's view (attached by it) at each scrape.
+  storageHealthMetrics(metrics.registry);
   // The spawner's read the catalog's spawner (none with --command-spawner=off: state off).
   metrics.commandSpawner.attach(checks.catalog.spawner);
   const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;

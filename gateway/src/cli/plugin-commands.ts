@@ -5,7 +5,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { pino } from "pino";
 import { isHostComposedSource } from "../engine/sources/host-sources.js";
 import { FAULT_KINDS, parseDuration, SourceCatalog, type SavedOutput } from "../engine/sources/index.js";
-import type { CaseSpec } from "../plugin-test/plugin-under-test.js";
+import type { CaseSpec } from "./plugin-test/plugin-under-test.js";
 import { abiDescriptor } from "../runtime/abi/index.js";
 import { inspectPlugin, type InspectResult } from "../runtime/inspect.js";
 import { sha256Hex } from "../runtime/loader.js";
@@ -244,7 +244,7 @@ async function cmdTest(args: string[], io: PluginCommandIo): Promise<number> {
 async function loadForTest(file: string, catalog: SourceCatalog, timeoutMs: number | undefined, configFile: string | undefined, io: PluginCommandIo) {
   const bytes = await readPluginFile(file, io);
   if (!bytes) return null;
-  const { PluginUnderTest } = await import("../plugin-test/plugin-under-test.js");
+  const { PluginUnderTest } = await import("./plugin-test/plugin-under-test.js");
   const loaded = await PluginUnderTest.load(bytes, file, catalog, timeoutMs);
   if (!loaded.plugin) {
     io.stderr.write(`probegate plugin test: the gateway would refuse ${file}: ${loaded.refusal?.reason}: ${loaded.refusal?.message}\n`);
@@ -270,7 +270,7 @@ async function testFixtures(
   configFile: string | undefined,
   io: PluginCommandIo,
 ): Promise<number> {
-  const { collectFixtureFiles, FixtureError } = await import("../plugin-test/fixture-file.js");
+  const { collectFixtureFiles, FixtureError } = await import("./plugin-test/fixture-file.js");
   let files: string[];
   try {
     files = await collectFixtureFiles(paths, io.cwd);
@@ -281,7 +281,7 @@ async function testFixtures(
   const put = await loadForTest(file, catalog, timeoutMs, configFile, io);
   if (!put) return EXIT.error;
   try {
-    const { runFixtureFiles } = await import("../plugin-test/fixture-run.js");
+    const { runFixtureFiles } = await import("./plugin-test/fixture-run.js");
     const m = put.manifest;
     io.stdout.write(`${m.name} ${m.version}: ${files.length} case${files.length === 1 ? "" : "s"}\n`);
     const sum = await runFixtureFiles(put, files, io.cwd, io.stdout);

@@ -5,8 +5,8 @@
 // Probe's error texts name them without special cases.
 
 import { basename } from "node:path";
-import type { TrackedCondition } from "./health-view.js";
-import type { Condition, Refusal } from "./state.js";
+import type { TrackedCondition } from "./readiness-verdict.js";
+import type { Condition, Refusal } from "./readiness.js";
 
 export const NO_CHECKS = "NoChecks";
 export const CHECK_MISSING = "CheckMissing";

@@ -1,10 +1,10 @@
 import { Hono, type Context } from "hono";
-import type { ProbeKind, ReadinessProvider } from "../engine/state.js";
+import type { ProbeKind, ReadinessProvider } from "../engine/readiness.js";
 import type { Metrics } from "../observability/metrics.js";
 import { echo } from "../services/limits.js";
 import { ProbeCounts } from "../services/probe-metrics.js";
-import type { StorageHealthView } from "../engine/storage-health.js";
-import { excludeSet, healthView, storageHealthJson, storageHealthLines } from "./health-text.js";
+import type { StorageHealthView } from "../storage-health/view.js";
+import { excludeSet, readyzView, storageHealthJson, storageHealthLines } from "./readyz-text.js";
 
 /** Paths the hono app owns; everything else on the port is RPC. */
 export const HTTP_PATHS = new Set(["/healthz", "/livez", "/readyz", "/metrics"]);
@@ -55,7 +55,7 @@ export function createHttpApp(opts: {
   const answer = (spec: EndpointSpec) => (c: Context<{ Bindings: NodeEnv }>) => {
     const s = readiness.snapshot();
     const exclude = excludeSet(c.req.queries("exclude") ?? []);
-    const view = healthView(s, spec.probe, exclude);
+    const view = readyzView(s, spec.probe, exclude);
     const status = view.ok ? 200 : 503;
     ProbeCounts.for(metrics).http(spec.name, view.ok);
     c.header("cache-control", "no-store");

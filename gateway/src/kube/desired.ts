@@ -1,6 +1,6 @@
 // The verdict as Kubernetes should see it: Node conditions and whether the
 // node is ready. Pure, computed from the engine's snapshot; no API access.
-import { failing, type Condition, type HealthSnapshot } from "../engine/state.js";
+import { failing, type Condition, type ReadinessSnapshot } from "../engine/readiness.js";
 import { conditionDomain, qualifiedNameProblem } from "./spec.js";
 import { oneLine } from "../support/one-line.js";
 
@@ -55,7 +55,7 @@ function describe(c: Condition): string {
 }
 
 /** Which checks stand in the way: failed liveness first, then failed readiness. */
-function blocking(s: HealthSnapshot): Condition[] {
+function blocking(s: ReadinessSnapshot): Condition[] {
   const seen = new Set<string>();
   const out: Condition[] = [];
   for (const c of [...failing(s, "liveness"), ...failing(s, "readiness")]) {
@@ -67,7 +67,7 @@ function blocking(s: HealthSnapshot): Condition[] {
   return out;
 }
 
-export function desiredState(s: HealthSnapshot, conditionType: string | undefined, perCheck: boolean): DesiredState {
+export function desiredState(s: ReadinessSnapshot, conditionType: string | undefined, perCheck: boolean): DesiredState {
   const known = s.phase !== "initializing";
   const ready = known && s.ready && s.live;
   const blockers = blocking(s);

@@ -4,7 +4,7 @@
 // Only transitions are recorded (an entry appears, an entry clears), never the
 // state of a round; repeats of the same transition join one Event (events.ts),
 // so a node whose health does not change writes nothing.
-import type { HealthEntry, HealthChange, StorageHealthView, VolumeRef } from "../engine/storage-health.js";
+import type { HealthEntry, HealthChange, StorageHealthView, VolumeRef } from "../storage-health/view.js";
 import { boundMessage } from "./desired.js";
 import type { EventObject, PendingEvent } from "./events.js";
 

@@ -1,7 +1,7 @@
 // Kubernetes node reporting: the entry point main() loads on demand when
 // --node-name and a condition or a taint are given.
-import type { ReadinessProvider } from "../engine/state.js";
-import type { StorageHealthView } from "../engine/storage-health.js";
+import type { ReadinessProvider } from "../engine/readiness.js";
+import type { StorageHealthView } from "../storage-health/view.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { createKubeApi } from "./client/api.js";

@@ -4,8 +4,8 @@
 // write is in flight), and a new snapshot during a write only marks the loop
 // dirty: the latest state wins and intermediate ones are never written. What
 // the Node looks like now comes from node-watch.ts; this module is the loop.
-import type { ReadinessProvider } from "../engine/state.js";
-import type { StorageHealthView } from "../engine/storage-health.js";
+import type { ReadinessProvider } from "../engine/readiness.js";
+import type { StorageHealthView } from "../storage-health/view.js";
 import type { Logger } from "../observability/logger.js";
 import { KubeError, type Identity, type KubeApi } from "./client/api.js";
 import { Backoff, TokenBucket } from "./backoff.js";

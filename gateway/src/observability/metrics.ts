@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { CommandSpawnerMetrics } from "./spawner-metrics.js";
-import { StorageHealthMetrics } from "./storage-metrics.js";
 
 /**
  * Every metric probegate exports, in one registry per gateway instance so
@@ -47,7 +46,7 @@ export class Metrics {
     labelNames: ["check", "status", "reason"] as const,
     registers: [this.registry],
   });
-  /** result: run | reused (engine/stable-memo.ts). */
+  /** result: run | reused (checks/stable-memo.ts). */
   readonly checkEvaluations = new Counter({
     name: "probegate_check_evaluations_total",
     help: "Scheduled check evaluations by check: result run (the plugin was called) or reused (its stable verdict stood: nothing it reads had changed).",
@@ -159,9 +158,6 @@ export class Metrics {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
-
-  /** Storage and volume health, read from the health view at each scrape (attach() it once it exists). */
-  readonly storageHealth = new StorageHealthMetrics(this.registry);
 
   /** The command spawner's restarts and state, read from it at each scrape (attach() the catalog's). */
   readonly commandSpawner = new CommandSpawnerMetrics(this.registry);

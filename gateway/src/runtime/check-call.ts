@@ -1,6 +1,6 @@
 import { oneLine } from "../support/one-line.js";
 import type { Sandbox } from "./sandbox.js";
-import { applyHealthFamily } from "./health-output.js";
+import { applyHealthFamily } from "./plugin-output.js";
 import { parseCheckOutput } from "./schema.js";
 import type { CheckOutput, FaultReason, LoadedPlugin } from "./types.js";
 

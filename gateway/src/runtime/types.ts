@@ -121,7 +121,7 @@ export interface CheckOutput {
   /**
    * Given the same sources, facts, configuration and module, this verdict would
    * be the same at any later round and carries no events: the host may reuse it
-   * instead of calling again (engine/stable-memo.ts; plugins/ABI.md, "Health").
+   * instead of calling again (checks/stable-memo.ts; plugins/ABI.md, "Health").
    */
   stable?: boolean;
 }

@@ -9,13 +9,13 @@ import {
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as Status,
 } from "../../gen/grpc/health/v1/health_pb.js";
-import type { ReadinessProvider } from "../engine/state.js";
+import type { ReadinessProvider } from "../engine/readiness.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import { clampDeadlineHeaders, parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import { encodeFrame, GRPC_OK, singleMessage, statusTrailers } from "../transport/grpc-wire.js";
 import { resetUnreadRequest, type StreamContext, type StreamRoute } from "../transport/stream-route.js";
-import { healthStatus, unknownServiceMessage } from "./health.js";
+import { healthStatus, unknownServiceMessage } from "./grpc-health.js";
 import { ProbeCounts } from "./probe-metrics.js";
 import type { ProbeAnswer, ProbeSource } from "./probe-source.js";
 import { ACCEPT_COMPRESSION, contextValuesFor, transportOf, type RpcStack } from "./router.js";

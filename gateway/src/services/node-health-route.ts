@@ -9,7 +9,7 @@ import { Code } from "@connectrpc/connect";
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { NodeGetStorageHealthRequestSchema, NodeGetVolumeHealthRequestSchema } from "../../gen/csi/v1/csi_pb.js";
-import type { StorageHealthView, VolumeRegistry } from "../engine/storage-health.js";
+import type { StorageHealthView, VolumeRegistry } from "../storage-health/view.js";
 import type { Logger } from "../observability/logger.js";
 import { parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import { encodeFrame, GRPC_OK, respondTrailersOnly, statusTrailers } from "../transport/grpc-wire.js";

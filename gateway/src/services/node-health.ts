@@ -15,7 +15,7 @@ import {
   type NodeGetStorageHealthResponse_StorageBackendHealth as BackendHealth,
   type VolumeHealth_VolumeHealthEntry as VolumeHealthEntryMsg,
 } from "../../gen/csi/v1/csi_pb.js";
-import type { StorageHealthEntry, StorageHealthView, VolumeHealthEntry } from "../engine/storage-health.js";
+import type { StorageHealthEntry, StorageHealthView, VolumeHealthEntry } from "../storage-health/view.js";
 import { encodeFrame } from "../transport/grpc-wire.js";
 
 const READ_OPTIONS = { readUnknownFields: false } as const;

@@ -1,5 +1,5 @@
 import { Code } from "@connectrpc/connect";
-import { failing, type ReadinessProvider } from "../engine/state.js";
+import { failing, type ReadinessProvider } from "../engine/readiness.js";
 
 /**
  * What Probe answers. CSI: an error means unhealthy (restart may help),

@@ -15,7 +15,7 @@ export interface Ticket {
 }
 
 /** A request turned away, with the answer it gets (in the client's protocol, see edge-answer). */
-export interface Refusal {
+export interface AdmissionRefusal {
   readonly admitted: false;
   readonly reason: EdgeRejection;
   readonly answer: EdgeStatus;
@@ -29,9 +29,9 @@ const TICKETS: Record<CallClass, Ticket> = {
   watch: Object.freeze({ admitted: true, cls: "watch" }),
   other: Object.freeze({ admitted: true, cls: "other" }),
 };
-const BAD_AUTHORITY: Refusal = Object.freeze({ admitted: false, reason: "bad_authority", answer: badAuthority(), closeConnection: true });
-const TOO_MANY_CALLS: Refusal = Object.freeze({ admitted: false, reason: "inflight", answer: tooBusy("too many calls in progress"), closeConnection: false });
-const TOO_MANY_WATCHES: Refusal = Object.freeze({ admitted: false, reason: "watches", answer: tooBusy("too many Watch streams"), closeConnection: false });
+const BAD_AUTHORITY: AdmissionRefusal = Object.freeze({ admitted: false, reason: "bad_authority", answer: badAuthority(), closeConnection: true });
+const TOO_MANY_CALLS: AdmissionRefusal = Object.freeze({ admitted: false, reason: "inflight", answer: tooBusy("too many calls in progress"), closeConnection: false });
+const TOO_MANY_WATCHES: AdmissionRefusal = Object.freeze({ admitted: false, reason: "watches", answer: tooBusy("too many Watch streams"), closeConnection: false });
 
 /**
  * The edge's admission for one listener, for both HTTP versions: connections
@@ -69,7 +69,7 @@ export class ListenerAdmission {
    * authority it names (undefined when none: the caller uses DEFAULT_AUTHORITY).
    * Refusals are counted and logged here.
    */
-  admit(target: string | undefined, authority: unknown): Ticket | Refusal {
+  admit(target: string | undefined, authority: unknown): Ticket | AdmissionRefusal {
     if (authority !== undefined && (typeof authority !== "string" || !validAuthority(authority))) {
       this.edge.rejected("bad_authority", { listener: this.listener });
       return BAD_AUTHORITY;

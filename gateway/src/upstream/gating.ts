@@ -1,4 +1,4 @@
-import { failing, type HealthSnapshot } from "../engine/state.js";
+import { failing, type ReadinessSnapshot } from "../engine/readiness.js";
 import { GATED_PATHS, type GateName } from "./methods.js";
 
 /** The request paths of the gated calls (--gate is parsed in cli/config.ts). */
@@ -12,7 +12,7 @@ export function gatedPaths(gates: ReadonlySet<GateName>): Set<string> {
  * half-set-up state behind; refusing early with UNAVAILABLE makes kubelet
  * retry later instead.
  */
-export function notReadyReason(s: HealthSnapshot): string | undefined {
+export function notReadyReason(s: ReadinessSnapshot): string | undefined {
   if (s.ready && s.live) return undefined;
   if (s.phase === "initializing") return "node not ready: initializing (first checks have not completed)";
   const list = [...failing(s, "liveness"), ...failing(s, "readiness")]

@@ -1,5 +1,5 @@
-import type { ReadinessProvider } from "../engine/state.js";
-import type { StorageHealthView, VolumeRegistry } from "../engine/storage-health.js";
+import type { ReadinessProvider } from "../engine/readiness.js";
+import type { StorageHealthView, VolumeRegistry } from "../storage-health/view.js";
 import { createNodeHealthRoute } from "../services/node-health-route.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";

@@ -18,8 +18,8 @@ import {
   NodeGetVolumeStatsResponseSchema as LegacyStatsResponseSchema,
   VolumeConditionSchema,
 } from "../../gen/probegate/legacy/v1/volume_condition_pb.js";
-import type { VolumeRef as HealthVolumeRef } from "../engine/storage-health.js";
-import type { VolumeVerdict } from "../engine/volume-verdict.js";
+import type { VolumeRef as HealthVolumeRef } from "../storage-health/view.js";
+import type { LegacyVolumeCondition } from "../storage-health/volume-condition.js";
 
 /** The volume a NodeGetVolumeStats call asks about. */
 export interface StatsVolumeRef {
@@ -114,7 +114,7 @@ export type ConditionOutcome = "normal" | "abnormal" | "upstream_abnormal";
  * read by kubelets 1.21-1.36). The driver knows its volumes better than a
  * generic check, so its own abnormal condition is kept.
  */
-export function withVolumeCondition(reply: Uint8Array, verdict: VolumeVerdict): { bytes: Uint8Array; outcome: ConditionOutcome } {
+export function withVolumeCondition(reply: Uint8Array, verdict: LegacyVolumeCondition): { bytes: Uint8Array; outcome: ConditionOutcome } {
   const msg = fromBinary(LegacyStatsResponseSchema, reply);
   if (msg.volumeCondition?.abnormal) return { bytes: reply, outcome: "upstream_abnormal" };
   msg.volumeCondition = create(VolumeConditionSchema, { abnormal: verdict.abnormal, message: verdict.message });

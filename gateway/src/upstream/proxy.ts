@@ -1,13 +1,13 @@
 import { Code } from "@connectrpc/connect";
 import http2 from "node:http2";
-import type { ReadinessProvider } from "../engine/state.js";
+import type { ReadinessProvider } from "../engine/readiness.js";
 import type { Logger } from "../observability/logger.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import { unavailableMessage, type UpstreamConnection } from "./connection.js";
 import { gatedPaths, notReadyReason } from "./gating.js";
 import { formatGrpcTimeout, parseGrpcTimeout } from "../transport/grpc-timeout.js";
 import { encodeFrame, GRPC_OK, respondTrailersOnly, singleMessage, statusForRstCode, statusName, statusOf, statusTrailers } from "../transport/grpc-wire.js";
-import type { StorageHealthView, VolumeRegistry } from "../engine/storage-health.js";
+import type { StorageHealthView, VolumeRegistry } from "../storage-health/view.js";
 import type { UpstreamDriverHealth } from "./driver-health.js";
 import { mountedVolumeRef, releasedVolume, volumeRefFromRequest, withHealthCapabilities, withVolumeCondition } from "./intercept.js";
 import {
@@ -26,7 +26,7 @@ import {
 import type { UpstreamMetrics } from "./metrics.js";
 import { redactedJson } from "./redact.js";
 import type { UpstreamStatus } from "./status.js";
-import type { VolumeVerdict } from "../engine/volume-verdict.js";
+import type { LegacyVolumeCondition } from "../storage-health/volume-condition.js";
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
@@ -375,7 +375,7 @@ class ForwardedCall {
    * not evaluated yet leaves the reply unchanged and is evaluated from now on
    * (a kubelet asking for stats after probegate restarted, say).
    */
-  private rememberedCondition(): VolumeVerdict | undefined {
+  private rememberedCondition(): LegacyVolumeCondition | undefined {
     const health = this.deps.health!;
     const message = this.requestMessage();
     if (!message) return undefined;

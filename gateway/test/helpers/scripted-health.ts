@@ -11,7 +11,7 @@ import type {
   VolumeHealthEntry,
   VolumeRef,
   VolumeRegistry,
-} from "../../src/engine/storage-health.js";
+} from "../../src/storage-health/view.js";
 
 const SINCE = "2026-11-26T00:00:00.000Z";
 

@@ -1,6 +1,6 @@
 // A StorageHealthView whose state a test sets, notifying its listeners after
 // each change as the engine's does (the engine's own is tested with it).
-import type { HealthChange, StorageHealthEntry, StorageHealthView, VolumeHealthEntry, VolumeRef } from "../../src/engine/storage-health.js";
+import type { HealthChange, StorageHealthEntry, StorageHealthView, VolumeHealthEntry, VolumeRef } from "../../src/storage-health/view.js";
 
 /** A health view whose state the test sets; notifies like the engine's: after a change. */
 export class TestHealthView implements StorageHealthView {

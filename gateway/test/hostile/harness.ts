@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { CheckEngine } from "../../src/engine/engine.js";
+import { ReadinessEngine } from "../../src/engine/readiness-engine.js";
 import type { SourceResult } from "../../src/engine/sources/index.js";
 import type { Metrics } from "../../src/observability/metrics.js";
 import { pluginMetricHooks } from "../../src/runtime/plugin-metrics.js";
@@ -59,14 +59,14 @@ export class FakeCatalog {
 }
 
 /**
- * A CheckEngine over one plugin directory, wired as the gateway wires it
+ * A ReadinessEngine over one plugin directory, wired as the gateway wires it
  * (cli/checks.ts): the runtime built first, with the plugin metric hooks, and
  * injected. Not started; engine.stop() also stops the runtime.
  */
 export function engineOver(
   dir: string,
   opts: { catalog: FakeCatalog; metrics: Metrics; mode?: "node" | "controller"; checkIntervalMs?: number; runtime?: Partial<RuntimeOptions> },
-): CheckEngine {
+): ReadinessEngine {
   const runtime = new PluginRuntime({
     dir,
     isKnownSource: (name) => opts.catalog.has(name),
@@ -74,7 +74,7 @@ export function engineOver(
     ...pluginMetricHooks(opts.metrics),
     ...opts.runtime,
   });
-  return new CheckEngine({
+  return new ReadinessEngine({
     mode: opts.mode ?? "node",
     catalog: opts.catalog,
     runtime,

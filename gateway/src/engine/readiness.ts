@@ -2,13 +2,12 @@
 // answers health questions (Probe, gRPC health, /healthz, /readyz, /livez).
 // Answering must never wait on a check: consumers read the latest snapshot.
 
-import type { Override, Refusal } from "../runtime/types.js";
+import type { Override, ProbeKind, Refusal } from "../runtime/types.js";
 
 // Defined by the runtime, which produces them; part of the snapshot's contract.
-export type { Override, Refusal };
+export type { Override, ProbeKind, Refusal };
 
 export type CheckStatus = "pass" | "warn" | "fail";
-export type ProbeKind = "readiness" | "liveness" | "volume" | "storage";
 export type Severity = "required" | "advisory";
 
 /** One check's latest state, like a Kubernetes condition. */
@@ -35,7 +34,7 @@ export interface Condition {
 
 export type Phase = "initializing" | "ready" | "not-ready";
 
-export interface HealthSnapshot {
+export interface ReadinessSnapshot {
   /** initializing until the first evaluation round has completed. */
   phase: Phase;
   /** Probe's ready field; false while initializing. */
@@ -51,16 +50,16 @@ export interface HealthSnapshot {
 }
 
 export interface ReadinessProvider {
-  snapshot(): HealthSnapshot;
+  snapshot(): ReadinessSnapshot;
   /** Called after every change of generation. Returns an unsubscribe function. */
-  subscribe(listener: (s: HealthSnapshot) => void): () => void;
+  subscribe(listener: (s: ReadinessSnapshot) => void): () => void;
 }
 
 /**
  * The conditions that make a kind fail, for error messages: required failures,
  * except that a plugin fault never counts against liveness (as in judge()).
  */
-export function failing(s: HealthSnapshot, probe: ProbeKind): Condition[] {
+export function failing(s: ReadinessSnapshot, probe: ProbeKind): Condition[] {
   return s.conditions.filter((c) =>
     probe === "readiness"
       ? (c.probe === "readiness" && c.severity === "required" && c.status === "fail") || cannotTell(c)

@@ -1,20 +1,19 @@
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
-import type { CheckOutcome, PluginConfigState, PluginRuntime, PluginSet } from "../runtime/runtime.js";
-import { SingleFlight } from "../support/single-flight.js";
+import type { PluginConfigState, PluginRuntime, PluginSet } from "../runtime/runtime.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
+import { Cadence, Rounds } from "../checks/rounds.js";
+import { CheckScope, type CheckResult, type PendingResult } from "../checks/runner.js";
 import { coverageGaps } from "./coverage.js";
-import { buildSnapshot, judge, signature, type TrackedCondition } from "./health-view.js";
-import { missingTools, readPluginSources, runPluginOn } from "./run-plugin.js";
+import { buildSnapshot, judge, signature, type TrackedCondition } from "./readiness-verdict.js";
 import type { SourceCatalog } from "./sources/index.js";
-import { keptWith, remember, reuse, type StableVerdict } from "./stable-memo.js";
-import type { CheckStatus, Condition, HealthSnapshot, ReadinessProvider } from "./state.js";
+import type { CheckStatus, Condition, ReadinessSnapshot, ReadinessProvider } from "./readiness.js";
 
 /** The part of the source catalog the engine uses; tests pass a small fake. */
 export type CatalogLike = Pick<SourceCatalog, "has" | "names" | "requiredFacts" | "read"> &
   Partial<Pick<SourceCatalog, "problems" | "onChange">>;
 
-export interface CheckEngineOptions {
+export interface ReadinessEngineOptions {
   mode: Mode;
   catalog: CatalogLike;
   /**
@@ -23,6 +22,12 @@ export interface CheckEngineOptions {
    */
   runtime: PluginRuntime;
   checkIntervalMs?: number;
+  /**
+   * How often the storage and volume health checks (probe storage, volume)
+   * take part in a round: every round whose start is this long after their
+   * last one (and every round asked for with refresh()). Default: every round.
+   */
+  healthIntervalMs?: number;
   logger: Logger;
   metrics: Metrics;
   /** Check names that must be loaded and scheduled; a missing one fails readiness with CheckMissing. */
@@ -46,46 +51,42 @@ export interface PluginListing {
   quarantined: boolean;
 }
 
-export interface RunResult {
-  plugin: LoadedPlugin;
-  outcome: CheckOutcome;
-  /** Sources whose program could not be run. */
-  missingTools: readonly string[];
-  ranAt: Date;
-  /** The plugin was not called: its stable verdict stood, nothing it reads had changed (stable-memo.ts). */
-  reused: boolean;
-}
+/** One check's result in a round (checks/runner.ts). */
+export type RunResult = CheckResult;
 
-/** A result and what it was computed from, until the round is applied. */
-interface RoundRun extends RunResult {
-  kept: StableVerdict | undefined;
-}
+/** The scope key of the node's own checks. */
+const NODE = "node";
 
 /** One applied round, for whatever keeps more than a condition per check (storage health). */
 export interface EngineRound {
   /** Epoch seconds when the round started (the plugins' round.epoch). */
   epoch: number;
+  /** The storage and volume health checks' turn (--health-interval): the storage checks ran in this round. */
+  health: boolean;
   /** Results of the plugins still loaded when the round was applied. */
   results: readonly RunResult[];
 }
 
 const STATUSES: readonly CheckStatus[] = ["pass", "warn", "fail"];
 
+/** The kinds of check that run at the health cadence rather than every round. */
+const isHealthCheck = (p: LoadedPlugin) => p.manifest.probe === "storage" || p.manifest.probe === "volume";
+
 /**
  * Runs the check plugins on a schedule and keeps a precomputed snapshot, so
  * answering a Probe is a field read: nothing a Probe does ever waits for a
  * plugin, a source, or a plugin-set swap.
  */
-export class CheckEngine implements ReadinessProvider {
+export class ReadinessEngine implements ReadinessProvider {
   private readonly runtime: PluginRuntime;
   private readonly log: Logger;
-  private readonly rounds: SingleFlight;
-  private readonly listeners = new Set<(s: HealthSnapshot) => void>();
+  private readonly rounds: Rounds;
+  /** The node's checks, run by the runner: their stable verdicts and epochs, by check name. */
+  private readonly checks: CheckScope;
+  /** The storage checks' turns (--health-interval); readiness and liveness checks run every round. */
+  private readonly health: Cadence;
+  private readonly listeners = new Set<(s: ReadinessSnapshot) => void>();
   private readonly roundListeners = new Set<(r: EngineRound) => void>();
-  /** The epoch of the last round that ran each check (by name): its next round.previousEpoch. */
-  private readonly lastEpoch = new Map<string, number>();
-  /** Each check's last verdict (by name), while it is a stable one: reused while its inputs are equal. */
-  private readonly stable = new Map<string, StableVerdict>();
   private conditions = new Map<string, TrackedCondition>();
   private firstRoundDone = false;
   private generation = 0;
@@ -93,21 +94,27 @@ export class CheckEngine implements ReadinessProvider {
   /** When each coverage gap (NoChecks, CheckMissing) was first seen. */
   private readonly gapSince = new Map<string, string>();
   private lastGaps = "";
-  private snap: HealthSnapshot;
-  private timer: NodeJS.Timeout | null = null;
+  private snap: ReadinessSnapshot;
   private started = false;
   private stopped = false;
   private unwatch: (() => void) | null = null;
   private unwatchSources: (() => void) | null = null;
   private unwatchQuarantine: (() => void) | null = null;
 
-  constructor(private readonly opts: CheckEngineOptions) {
+  constructor(private readonly opts: ReadinessEngineOptions) {
     this.log = opts.logger.child({ component: "engine" });
     this.runtime = opts.runtime;
-    this.rounds = new SingleFlight(
-      () => this.evaluate(),
-      (err) => this.log.error({ err: (err as Error).message }, "evaluation round failed"),
-    );
+    this.health = new Cadence(opts.healthIntervalMs ?? 0);
+    this.rounds = new Rounds({
+      round: (forced) => this.evaluate(forced),
+      intervalMs: opts.checkIntervalMs ?? 5000,
+      onError: (err) => this.log.error({ err: (err as Error).message }, "evaluation round failed"),
+    });
+    this.checks = new CheckScope({
+      runtime: this.runtime,
+      mode: opts.mode,
+      counted: (p, reused) => opts.metrics.checkEvaluations.inc({ check: p.manifest.name, result: reused ? "reused" : "run" }),
+    });
     this.snap = this.publish(true);
   }
 
@@ -136,19 +143,19 @@ export class CheckEngine implements ReadinessProvider {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    // Not awaited: a round in progress ends at its next await and applies nothing.
+    void this.rounds.stop();
     this.unwatch?.();
     this.unwatchSources?.();
     this.unwatchQuarantine?.();
     await this.runtime.stop();
   }
 
-  snapshot(): HealthSnapshot {
+  snapshot(): ReadinessSnapshot {
     return this.snap;
   }
 
-  subscribe(listener: (s: HealthSnapshot) => void): () => void {
+  subscribe(listener: (s: ReadinessSnapshot) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -165,7 +172,7 @@ export class CheckEngine implements ReadinessProvider {
   /** Runs a round now, or right after the one in progress; resolves when it has been applied. */
   refresh(): Promise<void> {
     if (this.stopped || !this.started) return Promise.resolve();
-    return this.rounds.run();
+    return this.rounds.now();
   }
 
   /** Every loaded plugin, including volume plugins the scheduler does not run. */
@@ -238,64 +245,30 @@ export class CheckEngine implements ReadinessProvider {
     for (const r of set.refusals) m.refusedPlugin.set({ file: r.file, reason: r.reason }, 1);
   }
 
-  private async evaluate(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    try {
-      const plugins = this.scheduled(this.runtime.current());
-      const epoch = Math.floor(Date.now() / 1000);
-      const needsFacts = (p: LoadedPlugin) => p.manifest.sources.some((s) => this.opts.catalog.requiredFacts(s).length > 0);
-      const stage1 = plugins.filter((p) => !needsFacts(p));
-      const stage2 = plugins.filter(needsFacts);
-      const first = await Promise.all(stage1.map((p) => this.runOne(p, {}, epoch)));
-      const facts = mergeFacts(first);
-      const second = await Promise.all(stage2.map((p) => this.runOne(p, facts, epoch)));
-      if (this.stopped) return;
-      this.apply([...first, ...second], epoch);
-    } finally {
-      if (!this.stopped) {
-        this.timer = setTimeout(() => void this.refresh(), this.opts.checkIntervalMs ?? 5000);
-        this.timer.unref();
-      }
-    }
+  private async evaluate(forced: boolean): Promise<void> {
+    const health = this.health.turn(Date.now(), forced);
+    const scheduled = this.scheduled(this.runtime.current());
+    // Between the health checks' turns their conditions stand as last judged.
+    const plugins = health ? scheduled : scheduled.filter((p) => !isHealthCheck(p));
+    const epoch = Math.floor(Date.now() / 1000);
+    const needsFacts = (p: LoadedPlugin) => p.manifest.sources.some((s) => this.opts.catalog.requiredFacts(s).length > 0);
+    const results = await this.checks.run(NODE, plugins, { catalog: this.opts.catalog, epoch, needsFacts });
+    if (this.stopped) return;
+    this.apply(results, epoch, health);
   }
 
-  /**
-   * Reads the plugin's sources, then calls it unless its last verdict was
-   * stable and every input is equal (module, usable configuration, facts,
-   * each source result): then that verdict stands and no input is built, no
-   * sandbox called. A quarantined plugin's verdicts stand no longer.
-   */
-  private async runOne(p: LoadedPlugin, facts: Readonly<Record<string, string>>, epoch: number): Promise<RoundRun> {
-    const name = p.manifest.name;
-    const sources = await readPluginSources(this.opts, p, facts);
-    const config = this.runtime.configFor(p);
-    const missing = missingTools(sources);
-    const last = this.stable.get(name);
-    const reused = this.runtime.isQuarantined(p) ? undefined : reuse(last, p, config, facts, sources);
-    // The kept verdict takes this round's results: equal, but the ones it held may be a listing's older copy.
-    if (reused) return { plugin: p, outcome: reused, missingTools: missing, ranAt: new Date(), reused: true, kept: last && keptWith(last, sources) };
-    const round = { epoch, previousEpoch: this.lastEpoch.get(name) ?? 0 };
-    const outcome = await runPluginOn(this.opts, p, sources, facts, round);
-    return { plugin: p, outcome, missingTools: missing, ranAt: new Date(), reused: false, kept: remember(p, config, facts, sources, outcome) };
-  }
-
-  private apply(results: RoundRun[], epoch: number): void {
+  private apply(results: PendingResult[], epoch: number, health: boolean): void {
     const current = new Set(this.scheduled(this.runtime.current()).map((p) => p.key));
     const m = this.opts.metrics;
+    // The set may have been swapped while this round ran: results of
+    // plugins that are gone or replaced are stale and dropped.
+    const fresh = results.filter((r) => current.has(r.plugin.key));
+    this.checks.settle(NODE, fresh, epoch);
     const applied: RunResult[] = [];
-    for (const r of results) {
+    for (const r of fresh) {
       const { plugin: p, outcome, missingTools, ranAt, reused } = r;
-      // The set may have been swapped while this round ran: results of
-      // plugins that are gone or replaced are stale and dropped.
-      if (!current.has(p.key)) continue;
       applied.push({ plugin: p, outcome, missingTools, ranAt, reused });
       const name = p.manifest.name;
-      // previousEpoch is the last round that called it: a reused verdict saw nothing new.
-      if (!reused) this.lastEpoch.set(name, epoch);
-      if (r.kept) this.stable.set(name, r.kept);
-      else this.stable.delete(name);
-      m.checkEvaluations.inc({ check: name, result: reused ? "reused" : "run" });
       const status: CheckStatus = outcome.kind === "verdict" ? outcome.output.status : "fail";
       const reason = outcome.kind === "verdict" ? outcome.output.reason : outcome.reason;
       const message = outcome.kind === "verdict" ? outcome.output.message : outcome.message;
@@ -337,7 +310,7 @@ export class CheckEngine implements ReadinessProvider {
     }
     this.firstRoundDone = true;
     this.publish();
-    const round: EngineRound = { epoch, results: applied };
+    const round: EngineRound = { epoch, health, results: applied };
     for (const fn of this.roundListeners) {
       try {
         fn(round);
@@ -351,15 +324,14 @@ export class CheckEngine implements ReadinessProvider {
     const t = this.conditions.get(name);
     if (!t) return;
     this.conditions.delete(name);
-    this.lastEpoch.delete(name);
-    this.stable.delete(name);
+    this.checks.forget(NODE, name);
     const { probe, severity } = t.condition;
     for (const s of STATUSES) this.opts.metrics.checkStatus.remove({ check: name, probe, severity, status: s });
     this.log.info({ check: name }, "check removed");
   }
 
   /** Recomputes the snapshot; bumps generation and notifies only when something that matters changed. */
-  private publish(initial = false): HealthSnapshot {
+  private publish(initial = false): ReadinessSnapshot {
     const set = this.runtime.current();
     const { overrides } = set;
     const pluginRefusals = set.refusals;
@@ -398,6 +370,9 @@ export class CheckEngine implements ReadinessProvider {
     if (changed && !initial) {
       if (prev && (prev.phase !== verdict.phase || prev.live !== verdict.live)) {
         this.log.info({ phase: verdict.phase, ready: verdict.ready, live: verdict.live }, "health changed");
+        // What broke readiness (LNet, a module) may be what storage health
+        // reports too: the next round judges storage as well, not in --health-interval.
+        if (prev.phase !== "initializing") this.health.hurry();
       }
       for (const fn of this.listeners) {
         try {
@@ -420,15 +395,4 @@ function pluginIdentity(p: LoadedPlugin, cfg: PluginConfigState): Condition["plu
     ...(p.dir ? { dir: p.dir } : {}),
     ...(cfg.file && cfg.sha256 ? { config: { file: cfg.file, sha256: cfg.sha256 } } : {}),
   };
-}
-
-/** Facts from stage-1 verdicts; on a clash the plugin first by name wins, so rounds are deterministic. */
-function mergeFacts(results: RunResult[]): Record<string, string> {
-  const facts: Record<string, string> = {};
-  const ordered = [...results].sort((a, b) => a.plugin.manifest.name.localeCompare(b.plugin.manifest.name));
-  for (const r of ordered) {
-    if (r.outcome.kind !== "verdict") continue;
-    for (const [k, v] of Object.entries(r.outcome.output.facts)) if (!(k in facts)) facts[k] = v;
-  }
-  return facts;
 }

@@ -2,16 +2,16 @@
 // sandbox, same input builder, same source replay), run against test cases.
 // `plugin test` uses it for a single run from flags and for fixture files.
 
-import { buildCheckInput, type RoundInfo } from "../engine/check-input.js";
-import type { SavedOutput, SourceCatalog, SourceResult } from "../engine/sources/index.js";
-import { replayOutput, replayProblem } from "../engine/sources/replay.js";
-import { HOST_COMPOSED_SOURCES } from "../engine/sources/host-sources.js";
-import { callCheck, type CheckOutcome } from "../runtime/check-call.js";
-import { applyHealthFamily } from "../runtime/health-output.js";
-import { loadPlugin } from "../runtime/loader.js";
-import { Sandbox } from "../runtime/sandbox.js";
-import { configDefaults } from "../runtime/schema.js";
-import type { HealthOutputEntry, HealthOutputEvent, LoadedPlugin, PluginManifest, PluginRefusal } from "../runtime/types.js";
+import { buildCheckInput, type RoundInfo } from "../../checks/check-input.js";
+import type { SavedOutput, SourceCatalog, SourceResult } from "../../engine/sources/index.js";
+import { replayOutput, replayProblem } from "../../engine/sources/replay.js";
+import { HOST_COMPOSED_SOURCES } from "../../engine/sources/host-sources.js";
+import { callCheck, type CheckOutcome } from "../../runtime/check-call.js";
+import { applyHealthFamily } from "../../runtime/plugin-output.js";
+import { loadPlugin } from "../../runtime/loader.js";
+import { Sandbox } from "../../runtime/sandbox.js";
+import { configDefaults } from "../../runtime/schema.js";
+import type { CheckOutput, LoadedPlugin, PluginManifest, PluginRefusal } from "../../runtime/types.js";
 
 /**
  * Sources the engine composes itself rather than the catalog (the HOST's
@@ -31,22 +31,10 @@ export interface CaseSpec {
   round?: RoundInfo;
 }
 
-/** What the gateway would report for the case: a fault is a `fail` condition with the fault as reason. */
-export interface Verdict {
-  status: "pass" | "warn" | "fail";
-  reason: string;
-  message: string;
-  facts: Record<string, string>;
-  /** Storage and volume plugins: the health entries and events as the plugin returned them. */
-  health?: HealthOutputEntry[];
-  events?: HealthOutputEvent[];
-  /** The plugin said its verdict may be reused while its inputs are unchanged. */
-  stable?: boolean;
-}
-
 export type CaseResult =
   | { ok: false; problem: string }
-  | { ok: true; outcome: CheckOutcome; verdict: Verdict; traces: string[]; notes: string[]; input: string };
+  | { ok: true; outcome: CheckOutcome; /** What the gateway would report for the case: a fault is a `fail` condition with the fault as reason. */
+      verdict: CheckOutput; traces: string[]; notes: string[]; input: string };
 
 export interface LoadOutcome {
   plugin: PluginUnderTest | null;
@@ -132,7 +120,7 @@ export class PluginUnderTest {
     }
     const traces = this.traces;
     this.traces = [];
-    const verdict: Verdict =
+    const verdict: CheckOutput =
       outcome.kind === "verdict"
         ? outcome.output
         : { status: "fail", reason: outcome.reason, message: outcome.message, facts: {} };
@@ -143,7 +131,7 @@ export class PluginUnderTest {
     const decl = this.plugin.manifest.config;
     const raw = c.config ?? this.defaultConfig;
     if (raw === undefined) return { ok: true, value: decl ? configDefaults(decl) : undefined };
-    const { checkPluginConfig } = await import("../runtime/plugin-config.js");
+    const { checkPluginConfig } = await import("../../runtime/plugin-config.js");
     const r = checkPluginConfig(raw, "config", this.plugin.manifest.name, decl);
     if (!r.ok) return { ok: false, problem: `ConfigInvalid: ${r.message}` };
     return { ok: true, value: decl ? r.value : undefined };

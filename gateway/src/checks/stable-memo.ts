@@ -10,7 +10,7 @@
 
 import type { CheckOutcome } from "../runtime/runtime.js";
 import type { LoadedPlugin } from "../runtime/types.js";
-import type { SourceResult } from "./sources/index.js";
+import type { SourceResult } from "../engine/sources/index.js";
 
 /** What one call was computed from, and what it answered. */
 export interface StableVerdict {

@@ -8,7 +8,7 @@ import { readFile, readdir, stat } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument, type Document } from "yaml";
 import { z } from "zod";
-import { FAULT_KINDS, type SavedOutput } from "../engine/sources/index.js";
+import { FAULT_KINDS, type SavedOutput } from "../../engine/sources/index.js";
 
 export interface FixtureCase {
   file: string;

@@ -5,7 +5,20 @@
 // are capped per process, and per-volume series exist only for volumes with an
 // adverse entry, capped too.
 import { Gauge, type Registry } from "prom-client";
-import type { StorageHealthView, VolumeHealthStatus } from "../engine/storage-health.js";
+import type { StorageHealthView, VolumeHealthStatus } from "./view.js";
+
+const onRegistry = new WeakMap<Registry, StorageHealthMetrics>();
+
+/**
+ * The storage and volume health gauges of a registry, registered on first
+ * use: the gateway registers them at start in every mode (a node without
+ * health checks shows zero counts), and the evaluator attaches its view.
+ */
+export function storageHealthMetrics(registry: Registry): StorageHealthMetrics {
+  let m = onRegistry.get(registry);
+  if (!m) onRegistry.set(registry, (m = new StorageHealthMetrics(registry)));
+  return m;
+}
 
 /** Distinct file system names kept as label values; later ones are reported as fs="_other". */
 export const FS_LABEL_CAP = 32;

@@ -3,14 +3,14 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "../../gen/grpc/health/v1/health_pb.js";
-import type { HealthSnapshot, ReadinessProvider } from "../engine/state.js";
+import type { ReadinessSnapshot, ReadinessProvider } from "../engine/readiness.js";
 import { echo } from "./limits.js";
 
 /** The service names probegate answers for, and which state each reports. */
 export const HEALTH_SERVICES = ["", "liveness", "readiness"] as const;
 
 /** Serving status for a health service name, or undefined for names we don't know. */
-export function healthStatus(service: string, s: HealthSnapshot): Status | undefined {
+export function healthStatus(service: string, s: ReadinessSnapshot): Status | undefined {
   switch (service) {
     case "":
     case "liveness":
@@ -51,7 +51,7 @@ export function healthService(
       // good, one entry per Watch ever served (bench/results/growth-2026-11-26.md).
       // Listening on both and removing the listeners at the end keeps nothing.
       const ended = () => ctx.signal.aborted || shutdown.aborted;
-      const statusOf = (s: HealthSnapshot) => healthStatus(req.service, s) ?? Status.SERVICE_UNKNOWN;
+      const statusOf = (s: ReadinessSnapshot) => healthStatus(req.service, s) ?? Status.SERVICE_UNKNOWN;
       // Subscribe before the first read so a change in between is not missed.
       let dirty = false;
       let wake: (() => void) | undefined;

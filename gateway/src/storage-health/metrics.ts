@@ -3,7 +3,7 @@
 // health evaluation updates them, and a gateway without it has none.
 
 import { Counter, Gauge } from "prom-client";
-import type { Metrics } from "../../observability/metrics.js";
+import type { Metrics } from "../observability/metrics.js";
 
 /** Distinct event reasons counted per check; more share the label "Other" (bounded series). */
 export const MAX_EVENT_REASONS_PER_CHECK = 32;

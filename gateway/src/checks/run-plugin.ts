@@ -1,7 +1,7 @@
 import type { CheckOutcome, PluginRuntime } from "../runtime/runtime.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { buildCheckInput, type RoundInfo } from "./check-input.js";
-import type { SourceCatalog, SourceResult } from "./sources/index.js";
+import type { SourceCatalog, SourceResult } from "../engine/sources/index.js";
 
 /**
  * What running a plugin takes: the runtime that holds it, the catalog its

@@ -11,7 +11,7 @@ const VOLUME = new Set<string>(VOLUME_HEALTH_STATUSES);
 /**
  * The output as the host keeps it: readiness/liveness plugins lose `health`
  * and `events` (ignored, their meaning is unchanged) and keep `stable` (the
- * engine reuses any check's stable verdict, engine/stable-memo.ts); a storage or volume
+ * engine reuses any check's stable verdict, checks/stable-memo.ts); a storage or volume
  * plugin reporting the other family's status gets a problem text (the host
  * treats it as PluginBadOutput).
  */

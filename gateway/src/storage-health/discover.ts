@@ -6,8 +6,8 @@
 // Only Lustre mounts are taken. Runs in the background evaluation only.
 
 import { dirname, join } from "node:path";
-import { readCapped } from "../sources/read-file.js";
-import type { MountEntry } from "../sources/mount-table.js";
+import { readCapped } from "../engine/sources/read-file.js";
+import type { MountEntry } from "../engine/sources/mount-table.js";
 import { volumeRefProblem } from "./registry.js";
 
 /** vol_data.json is a handful of short keys; anything larger is not one. */

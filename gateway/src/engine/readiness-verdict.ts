@@ -1,4 +1,4 @@
-import { cannotTell, type Condition, type HealthSnapshot, type Override, type Phase, type Refusal } from "./state.js";
+import { cannotTell, type Condition, type ReadinessSnapshot, type Override, type Phase, type Refusal } from "./readiness.js";
 
 /** A condition plus the plugin key the engine tracks it by. */
 export interface TrackedCondition {
@@ -6,7 +6,7 @@ export interface TrackedCondition {
   key: string;
 }
 
-export interface Verdict {
+export interface ReadinessVerdict {
   phase: Phase;
   ready: boolean;
   live: boolean;
@@ -19,7 +19,7 @@ export interface Verdict {
  * restart the driver, which cannot fix a broken plugin and would turn one bad
  * plugin rollout into a restart loop on every node.
  */
-export function judge(conditions: readonly Condition[], firstRoundDone: boolean): Verdict {
+export function judge(conditions: readonly Condition[], firstRoundDone: boolean): ReadinessVerdict {
   const live = !conditions.some((c) => c.probe === "liveness" && c.severity === "required" && c.status === "fail" && !c.fault);
   if (!firstRoundDone) return { phase: "initializing", ready: false, live };
   const ready = !conditions.some((c) => (c.probe === "readiness" && c.severity === "required" && c.status === "fail") || cannotTell(c));
@@ -27,7 +27,7 @@ export function judge(conditions: readonly Condition[], firstRoundDone: boolean)
 }
 
 /** What must differ for generation to move: verdict, condition set, statuses, reasons, plugin identity, refusals. */
-export function signature(v: Verdict, conditions: readonly TrackedCondition[], refusals: readonly Refusal[]): string {
+export function signature(v: ReadinessVerdict, conditions: readonly TrackedCondition[], refusals: readonly Refusal[]): string {
   return JSON.stringify([
     v.phase,
     v.ready,
@@ -38,12 +38,12 @@ export function signature(v: Verdict, conditions: readonly TrackedCondition[], r
 }
 
 export function buildSnapshot(
-  v: Verdict,
+  v: ReadinessVerdict,
   conditions: readonly TrackedCondition[],
   refusals: readonly Refusal[],
   generation: number,
   overrides: readonly Override[] = [],
-): HealthSnapshot {
+): ReadinessSnapshot {
   return Object.freeze({
     ...v,
     conditions: Object.freeze(conditions.map((t) => Object.freeze({ ...t.condition, plugin: Object.freeze({ ...t.condition.plugin }) }))),

@@ -1,7 +1,7 @@
 // The contract between the storage and volume health checks (the engine runs
 // them in the background) and everything that answers or reports health:
 // NodeGetStorageHealth, NodeGetVolumeHealth, the legacy volume_condition,
-// /readyz lines, metrics and Events. Like state.ts for readiness, answering
+// /readyz lines, metrics and Events. Like engine/readiness.ts for readiness, answering
 // never waits on a check: consumers read what the last evaluation left.
 
 import type { StorageHealthStatus, VolumeHealthStatus } from "../runtime/types.js";

@@ -1,6 +1,6 @@
 // Which health statuses a plugin's probe kind allows (shared by the engine and `plugin test`).
 import { describe, expect, it } from "vitest";
-import { applyHealthFamily } from "../src/runtime/health-output.js";
+import { applyHealthFamily } from "../src/runtime/plugin-output.js";
 import { parseCheckOutput } from "../src/runtime/schema.js";
 import type { CheckOutput } from "../src/runtime/types.js";
 

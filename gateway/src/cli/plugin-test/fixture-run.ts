@@ -5,7 +5,8 @@
 import { relative } from "node:path";
 import type { Expectation, FixtureCase } from "./fixture-file.js";
 import { FixtureError, readFixture } from "./fixture-file.js";
-import type { PluginUnderTest, Verdict } from "./plugin-under-test.js";
+import type { CheckOutput } from "../../runtime/types.js";
+import type { PluginUnderTest } from "./plugin-under-test.js";
 
 export interface FixtureSummary {
   passed: number;
@@ -25,7 +26,7 @@ interface Row {
 }
 
 /** Field by field; only the fields the fixture names are compared. */
-export function compareVerdict(e: Expectation, v: Verdict): Row[] {
+export function compareVerdict(e: Expectation, v: CheckOutput): Row[] {
   const rows: Row[] = [{ field: "status", expected: e.status, actual: v.status, ok: e.status === v.status }];
   if (e.reason !== undefined) rows.push({ field: "reason", expected: e.reason, actual: v.reason, ok: e.reason === v.reason });
   if (e.message !== undefined) {

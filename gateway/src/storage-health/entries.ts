@@ -6,10 +6,10 @@
 // sandbox hiccup is not news) and then stands for one HealthCheckFailed entry:
 // a check that cannot run never reads as "nothing adverse".
 
-import type { CheckOutcome } from "../../runtime/runtime.js";
-import type { HealthOutputEntry } from "../../runtime/types.js";
-import { oneLine } from "../../support/one-line.js";
-import type { HealthEntry } from "../storage-health.js";
+import type { CheckOutcome } from "../runtime/runtime.js";
+import type { HealthOutputEntry } from "../runtime/types.js";
+import { oneLine } from "../support/one-line.js";
+import type { HealthEntry } from "./view.js";
 
 export const MESSAGE_MAX = 1024;
 /** Rounds a faulted plugin's last good entries are kept before HealthCheckFailed replaces them. */

@@ -1,9 +1,9 @@
 // The health endpoints' verdicts agree with Probe, and ?exclude= recomputes them.
 import { describe, expect, it } from "vitest";
-import { judge } from "../src/engine/health-view.js";
-import { failing, type Condition, type HealthSnapshot } from "../src/engine/state.js";
+import { judge } from "../src/engine/readiness-verdict.js";
+import { failing, type Condition, type ReadinessSnapshot } from "../src/engine/readiness.js";
 import { oneLine } from "../src/support/one-line.js";
-import { excludeSet, healthView } from "../src/http/health-text.js";
+import { excludeSet, readyzView } from "../src/http/readyz-text.js";
 
 const cond = (
   name: string,
@@ -26,7 +26,7 @@ const cond = (
   fault,
 });
 
-const snap = (conditions: Condition[], over: Partial<HealthSnapshot> = {}): HealthSnapshot => ({
+const snap = (conditions: Condition[], over: Partial<ReadinessSnapshot> = {}): ReadinessSnapshot => ({
   phase: "ready",
   ready: true,
   live: true,
@@ -36,38 +36,38 @@ const snap = (conditions: Condition[], over: Partial<HealthSnapshot> = {}): Heal
   ...over,
 });
 
-describe("healthView", () => {
+describe("readyzView", () => {
   it("follows the snapshot's verdict when nothing is excluded", () => {
     const s = snap([cond("a", "readiness", "fail")], { phase: "not-ready", ready: false });
-    expect(healthView(s, "readiness", new Set()).ok).toBe(false);
-    expect(healthView(s, "liveness", new Set()).ok).toBe(true);
-    expect(healthView(s, "readiness", new Set()).lines).toEqual(["[-]a failed: R: a says fail"]);
+    expect(readyzView(s, "readiness", new Set()).ok).toBe(false);
+    expect(readyzView(s, "liveness", new Set()).ok).toBe(true);
+    expect(readyzView(s, "readiness", new Set()).lines).toEqual(["[-]a failed: R: a says fail"]);
   });
 
   it("recomputes without excluded checks, for that request only", () => {
     const s = snap([cond("a", "readiness", "fail"), cond("b", "readiness", "pass")], { phase: "not-ready", ready: false });
-    const v = healthView(s, "readiness", excludeSet(["a"]));
+    const v = readyzView(s, "readiness", excludeSet(["a"]));
     expect(v.ok).toBe(true);
     expect(v.lines).toEqual(["[+]a excluded: failed", "[+]b ok"]);
   });
 
   it("a faulting liveness plugin never fails /livez, as it never fails Probe", () => {
     const s = snap([cond("hb", "liveness", "fail", "PluginTimeout", "required", true)]);
-    expect(healthView(s, "liveness", new Set()).ok).toBe(true);
-    expect(healthView(s, "liveness", excludeSet(["other"])).ok).toBe(true);
+    expect(readyzView(s, "liveness", new Set()).ok).toBe(true);
+    expect(readyzView(s, "liveness", excludeSet(["other"])).ok).toBe(true);
     const judged = snap([cond("hb", "liveness", "fail", "DeviceGone")], { live: false });
-    expect(healthView(judged, "liveness", excludeSet(["other"])).ok).toBe(false);
-    expect(healthView(judged, "readiness", new Set()).ok).toBe(false);
+    expect(readyzView(judged, "liveness", excludeSet(["other"])).ok).toBe(false);
+    expect(readyzView(judged, "readiness", new Set()).ok).toBe(false);
   });
 
   it("is never ready while initializing, and lists refused plugins and advisory results", () => {
     const s = snap([cond("adv", "readiness", "fail", "Meh", "advisory")], { phase: "initializing", ready: false });
     s.refusals = [{ file: "bad.wasm", reason: "ForbiddenImport", message: "imports wasi", at: "" }] as never;
-    const v = healthView(s, "readiness", excludeSet(["adv"]));
+    const v = readyzView(s, "readiness", excludeSet(["adv"]));
     expect(v.ok).toBe(false);
     expect(v.lines[0]).toMatch(/^\[-\]initializing/);
     expect(v.lines).toContain("[!]bad.wasm refused: ForbiddenImport: imports wasi");
-    const w = healthView(snap([cond("adv", "readiness", "fail", "Meh", "advisory")]), "readiness", new Set());
+    const w = readyzView(snap([cond("adv", "readiness", "fail", "Meh", "advisory")]), "readiness", new Set());
     expect(w).toEqual({ ok: true, lines: ["[+]adv failed (advisory): Meh: adv says fail"] });
   });
 
@@ -76,7 +76,7 @@ describe("healthView", () => {
       refusals: [{ file: "x.wasm", dir: "/etc/probegate/plugins.d", reason: "CompileError", message: "bad", at: "" }],
       overrides: [{ name: "kernel-modules", file: "/etc/probegate/plugins.d/km.wasm", replaced: "/etc/probegate/plugins/kernel-modules.wasm" }],
     });
-    const v = healthView(s, "readiness", new Set());
+    const v = readyzView(s, "readiness", new Set());
     expect(v.ok).toBe(true);
     expect(v.lines).toEqual([
       "[+]kernel-modules ok",
@@ -91,11 +91,11 @@ describe("issue 31: liveness faults and one line per check", () => {
     const c = cond("hb", "liveness", "fail", "PluginQuarantined", "required", true);
     const s = snap([c, cond("r", "readiness", "pass")], { phase: "not-ready", ready: judge([c], true).ready });
     expect(s.ready).toBe(false);
-    const v = healthView(s, "readiness", new Set());
+    const v = readyzView(s, "readiness", new Set());
     expect(v.ok).toBe(false);
     expect(v.lines).toContain("[-]hb (liveness) cannot run: PluginQuarantined: hb says fail");
-    expect(healthView(s, "liveness", new Set()).ok).toBe(true);
-    expect(healthView(s, "readiness", excludeSet(["hb"])).ok).toBe(true);
+    expect(readyzView(s, "liveness", new Set()).ok).toBe(true);
+    expect(readyzView(s, "readiness", excludeSet(["hb"])).ok).toBe(true);
     // An advisory one does not count.
     expect(judge([{ ...c, severity: "advisory" }], true).ready).toBe(true);
     expect(failing(s, "readiness").map((x) => x.name)).toEqual(["hb"]);
@@ -108,7 +108,7 @@ describe("issue 31: liveness faults and one line per check", () => {
       ready: false,
       refusals: [{ file: "evil\n[+]d ok.wasm", reason: "CompileError", message: "bad\r\n[+]e ok", at: "" }],
     });
-    const lines = healthView(s, "readiness", new Set()).lines;
+    const lines = readyzView(s, "readiness", new Set()).lines;
     expect(lines).toEqual([String.raw`[-]a failed: R: x\n[+]b ok\u2028[+]c ok\u001b[2J`, String.raw`[!]evil\n[+]d ok.wasm refused: CompileError: bad\r\n[+]e ok`]);
   });
 

@@ -1,4 +1,4 @@
-import type { SourceResult } from "./sources/index.js";
+import type { SourceResult } from "../engine/sources/index.js";
 
 /**
  * When the evaluation round started and when the previous one that ran this

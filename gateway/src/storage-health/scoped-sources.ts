@@ -16,7 +16,7 @@
 // gets the whole listing too: it cannot tell mounts apart, and reading
 // getname for it would run a command it never asked for.
 
-import type { SourceCatalog, SourceResult } from "../sources/index.js";
+import type { SourceCatalog, SourceResult } from "../engine/sources/index.js";
 
 /** The sources restricted per volume, with the header suffix of their blocks. */
 const SCOPED: ReadonlyMap<string, string> = new Map([
@@ -77,7 +77,7 @@ export function scopeListing(listing: SourceResult, suffix: string, getname: Sou
 /**
  * The restricted result, its text made each time it is read and kept by
  * nobody: a volume's result lives as long as its stable verdict
- * (stable-memo.ts), and 64 volumes kept their restricted texts, together a
+ * (checks/stable-memo.ts), and 64 volumes kept their restricted texts, together a
  * second copy of the listing (561 KiB at 64 mounts of 64 OSTs), resident
  * between rounds. On a steady node the text is never made: the verdict memo
  * tells two results equal by their stdoutKey, which stands for the listing's
@@ -148,7 +148,7 @@ const scopes = new WeakMap<SourceResult, ListingScope>();
  * The last listing indexed, per suffix. On a node whose imports do not change
  * the command prints the same text every round: its index, and the stdoutKeys
  * made from it, are reused (so a volume check's inputs compare equal at once,
- * stable-memo.ts), instead of being rebuilt from a new result object each
+ * checks/stable-memo.ts), instead of being rebuilt from a new result object each
  * round.
  */
 const lastIndexed = new Map<string, { text: string; index: ListingIndex | null }>();

@@ -4,8 +4,8 @@
 // would grow it past the cap is refused, never an old volume evicted; paths
 // are checked as text only (nothing on a call path touches a file system).
 
-import { volumePathProblem } from "../sources/validate.js";
-import type { VolumeRef, VolumeRegistry } from "../storage-health.js";
+import { volumePathProblem } from "../engine/sources/validate.js";
+import type { VolumeRef, VolumeRegistry } from "./view.js";
 
 export const DEFAULT_MAX_VOLUMES = 1024;
 export const VOLUME_ID_MAX_BYTES = 1024;

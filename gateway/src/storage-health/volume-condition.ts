@@ -2,7 +2,7 @@ import type { CheckOutcome } from "../runtime/runtime.js";
 import type { LoadedPlugin } from "../runtime/types.js";
 
 /** The legacy volume_condition of NodeGetVolumeStats: abnormal or not, and why. */
-export interface VolumeVerdict {
+export interface LegacyVolumeCondition {
   abnormal: boolean;
   message: string;
 }
@@ -12,7 +12,7 @@ export interface VolumeVerdict {
  * makes the volume abnormal; warnings and plugin faults are reported in the
  * message but do not, since they say nothing certain about the volume.
  */
-export function combineVolumeOutcomes(plugins: readonly LoadedPlugin[], outcomes: readonly CheckOutcome[]): VolumeVerdict {
+export function combineVolumeOutcomes(plugins: readonly LoadedPlugin[], outcomes: readonly CheckOutcome[]): LegacyVolumeCondition {
   const failing: string[] = [];
   const notes: string[] = [];
   const passes: string[] = [];

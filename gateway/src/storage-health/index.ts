@@ -1,21 +1,22 @@
 // Storage and volume health: the engine's side of NodeGetStorageHealth,
 // NodeGetVolumeHealth and the legacy volume_condition. Storage checks run in
-// the check engine's rounds (their verdicts arrive through onRound); volume
-// checks run here, in the background, once per round for every known volume,
-// right after the engine's round so the shared sources (lctl output) are
-// still in the catalog's cache. Answering reads memory only: nothing a
+// the readiness engine's rounds on their own cadence (--health-interval:
+// their verdicts arrive through onRound on the rounds that are their turn);
+// volume checks run here, in the background, for every known volume right
+// after such a round, so the shared sources (lctl output) are still in the
+// catalog's cache, and at once for a volume newly staged or published. Answering reads memory only: nothing a
 // health call does waits on a plugin, a source, a file or a process.
 
-import type { Logger } from "../../observability/logger.js";
-import type { Metrics } from "../../observability/metrics.js";
-import type { PluginRuntime } from "../../runtime/runtime.js";
-import type { LoadedPlugin, Mode } from "../../runtime/types.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { PluginRuntime } from "../runtime/runtime.js";
+import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import { performance } from "node:perf_hooks";
-import { SingleFlight } from "../../support/single-flight.js";
-import type { EngineRound } from "../engine.js";
-import { readPluginSources, runPluginOn } from "../run-plugin.js";
-import type { SourceCatalog } from "../sources/index.js";
-import { parseMountTable } from "../sources/mount-table.js";
+import { KeyPool, Rounds } from "../checks/rounds.js";
+import { CheckScope } from "../checks/runner.js";
+import type { EngineRound } from "../engine/readiness-engine.js";
+import type { SourceCatalog } from "../engine/sources/index.js";
+import { parseMountTable } from "../engine/sources/mount-table.js";
 import type {
   HealthChange,
   StorageHealthEntry,
@@ -23,18 +24,18 @@ import type {
   VolumeHealthEntry,
   VolumeRef,
   VolumeRegistry,
-} from "../storage-health.js";
-import { combineVolumeOutcomes, type VolumeVerdict } from "../volume-verdict.js";
+} from "./view.js";
+import { combineVolumeOutcomes, type LegacyVolumeCondition } from "./volume-condition.js";
 import { discoverVolumes } from "./discover.js";
 import { ScopeHealth } from "./entries.js";
 import { volumeScopedCatalog } from "./scoped-sources.js";
+import { storageHealthMetrics } from "./view-metrics.js";
 import { healthMetrics, MAX_EVENT_REASONS_PER_CHECK, type HealthMetrics } from "./metrics.js";
 import { DEFAULT_MAX_VOLUMES, VolumeBook, type KnownVolume } from "./registry.js";
-import { keptWith, remember, reuse, type StableVerdict } from "../stable-memo.js";
 
 export { DEFAULT_MAX_VOLUMES, VolumeRefError, volumeRefProblem } from "./registry.js";
 export { FAULT_GRACE_ROUNDS, HEALTH_CHECK_FAILED } from "./entries.js";
-export type { HealthChange, StorageHealthView, VolumeRegistry, VolumeRef } from "../storage-health.js";
+export type { HealthChange, StorageHealthView, VolumeRegistry, VolumeRef } from "./view.js";
 
 export const DEFAULT_KUBELET_DIR = "/var/lib/kubelet";
 
@@ -68,7 +69,7 @@ export interface StorageHealth {
 
 interface Evaluated {
   scope: ScopeHealth<VolumeHealthEntry["status"]>;
-  legacy: VolumeVerdict;
+  legacy: LegacyVolumeCondition;
 }
 
 export function createStorageHealth(opts: StorageHealthOptions): StorageHealth {
@@ -83,22 +84,18 @@ class HealthEvaluator implements StorageHealth {
   private readonly book: VolumeBook;
   private readonly storageScope = new ScopeHealth<StorageHealthEntry["status"]>("STORAGE_DEGRADED");
   private readonly evaluated = new Map<string, Evaluated>();
-  /** volume id → plugin name → epoch of the last round that ran it there. */
-  private readonly lastEpoch = new Map<string, Map<string, number>>();
-  /** volume id → plugin name → its last verdict, while it is a stable one (stable-memo.ts). */
-  private readonly stable = new Map<string, Map<string, StableVerdict>>();
+  /** The volume checks, run by the runner with the volume id as key. */
+  private readonly checks: CheckScope;
   private readonly eventReasons = new Map<string, Set<string>>();
   private readonly listeners = new Set<(c: HealthChange) => void>();
-  private readonly rounds: SingleFlight;
-  private readonly pendingOne = new Set<string>();
-  private readonly queue: string[] = [];
-  private workers = 0;
+  private readonly rounds: Rounds;
+  /** Volumes seen for the first time, and the workers of a round. */
+  private readonly pool: KeyPool;
   private roundNo = 0;
   /** While the round itself adds volumes (rediscovery), it evaluates them too: no separate run. */
   private inRound = false;
   private unsubscribe: (() => void) | null = null;
   private stopped = false;
-  private running = new Set<Promise<unknown>>();
 
   constructor(private readonly opts: StorageHealthOptions) {
     this.log = opts.logger.child({ component: "storage-health" });
@@ -115,12 +112,21 @@ class HealthEvaluator implements StorageHealth {
     this.m.volumesRefused.inc({ reason: "limit" }, 0);
     this.m.volumeChecks.inc({ result: "run" }, 0);
     this.m.volumeChecks.inc({ result: "reused" }, 0);
-    this.rounds = new SingleFlight(
-      () => this.volumeRound(),
-      (err) => this.log.error({ err: (err as Error).message }, "volume health round failed"),
+    this.rounds = new Rounds({
+      round: () => this.volumeRound(),
+      onError: (err) => this.log.error({ err: (err as Error).message }, "volume health round failed"),
+    });
+    this.pool = new KeyPool(Math.max(1, opts.volumeConcurrency ?? 8), this.rounds, (err) =>
+      this.log.error({ err: (err as Error).message }, "volume health evaluation failed"),
     );
+    this.checks = new CheckScope({
+      runtime: opts.runtime,
+      mode: opts.mode,
+      counted: (_p, reused) => this.m.volumeChecks.inc({ result: reused ? "reused" : "run" }),
+    });
     this.registry = this.book;
     this.view = this.makeView();
+    storageHealthMetrics(opts.metrics.registry).attach(this.view);
   }
 
   start(): void {
@@ -133,18 +139,12 @@ class HealthEvaluator implements StorageHealth {
     this.unsubscribe?.();
     this.unsubscribe = null;
     // Rounds in progress end at their next await (each source read is bounded).
-    await Promise.all([...this.running]);
+    await this.rounds.stop();
   }
 
   refreshVolumes(): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    return this.track(this.rounds.run());
-  }
-
-  private track<T>(p: Promise<T>): Promise<T> {
-    this.running.add(p);
-    void p.finally(() => this.running.delete(p));
-    return p;
+    return this.rounds.now();
   }
 
   private plugins(kind: "storage" | "volume"): LoadedPlugin[] {
@@ -152,6 +152,8 @@ class HealthEvaluator implements StorageHealth {
   }
 
   private onEngineRound(r: EngineRound): void {
+    // Storage checks ran only on the health cadence's turn; between turns their entries stand.
+    if (!r.health) return;
     const results = r.results.filter((x) => x.plugin.manifest.probe === "storage");
     for (const x of results) {
       if (x.outcome.kind !== "verdict") continue;
@@ -185,48 +187,26 @@ class HealthEvaluator implements StorageHealth {
       }
     }
     const plugins = this.plugins("volume");
-    const vols = this.book.all();
+    const vols = new Map(this.book.all().map((v) => [v.volumeId, v]));
     const changed: string[] = [];
-    const width = Math.max(1, this.opts.volumeConcurrency ?? 8);
-    let next = 0;
-    const worker = async () => {
-      while (next < vols.length && !this.stopped) {
-        const v = vols[next++]!;
-        if (await this.evaluate(v, plugins)) changed.push(v.volumeId);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(width, vols.length) }, worker));
+    await this.pool.each([...vols.keys()], async (id) => {
+      if (await this.evaluate(vols.get(id)!, plugins)) changed.push(id);
+    });
     this.m.volumeRoundDuration.set((performance.now() - started) / 1000);
     if (changed.length > 0) this.notify({ storage: false, volumes: changed });
   }
 
   /**
    * A volume seen for the first time (or with a new path) is evaluated at
-   * once, in the background, by at most volumeConcurrency workers: a burst of
-   * requests queues (bounded by the registry) instead of starting a statfs
-   * and a plugin run per request at the same moment.
+   * once, in the background, by at most volumeConcurrency workers.
    */
   private evaluateSoon(id: string): void {
-    if (this.stopped || this.inRound || this.pendingOne.has(id)) return;
-    this.pendingOne.add(id);
-    this.queue.push(id);
-    if (this.workers >= Math.max(1, this.opts.volumeConcurrency ?? 8)) return;
-    this.workers++;
-    const work = async () => {
-      // Let the call that added it return first.
-      await new Promise((r) => setImmediate(r));
-      try {
-        for (let next = this.queue.shift(); next !== undefined && !this.stopped; next = this.queue.shift()) {
-          this.pendingOne.delete(next);
-          const v = this.book.get(next);
-          if (!v) continue;
-          if (await this.evaluate(v, this.plugins("volume"))) this.notify({ storage: false, volumes: [next] });
-        }
-      } finally {
-        this.workers--;
-      }
-    };
-    void this.track(work().catch((err) => this.log.error({ err: (err as Error).message }, "volume health evaluation failed")));
+    if (this.stopped || this.inRound) return;
+    this.pool.soon(id, async (next) => {
+      const v = this.book.get(next);
+      if (!v) return;
+      if (await this.evaluate(v, this.plugins("volume"))) this.notify({ storage: false, volumes: [next] });
+    });
   }
 
   /** Runs every volume plugin for one volume; returns whether its entries changed. */
@@ -240,46 +220,23 @@ class HealthEvaluator implements StorageHealth {
       "volume.readOnly": readOnly === undefined ? "" : String(readOnly),
     };
     const epoch = Math.floor(Date.now() / 1000);
-    let epochs = this.lastEpoch.get(v.volumeId);
-    if (!epochs) this.lastEpoch.set(v.volumeId, (epochs = new Map()));
-    const prev = epochs;
-    const kept = this.stable.get(v.volumeId);
     // Each check reads its Lustre listing narrowed to the volume's own mount
     // (scoped-sources.ts). The input carries round.epoch and a verdict may
     // depend on it (an import within its grace now is beyond it later), so the
     // host cannot tell on its own that a call would answer as the last one
     // did; only the plugin can: a verdict it marks `stable` is reused while
     // the sources (as read here), facts, configuration and module are equal,
-    // without calling the sandbox. Anything else is a call, as every round.
-    const runs = await Promise.all(
-      plugins.map(async (p) => {
-        const sources = await readPluginSources({ catalog: volumeScopedCatalog(this.opts.catalog, p.manifest.sources) }, p, facts);
-        const config = this.opts.runtime.configFor(p);
-        // A quarantined plugin faulted elsewhere: its verdicts stand no longer (fail closed).
-        const reused = this.opts.runtime.isQuarantined(p) ? undefined : reuse(kept?.get(p.manifest.name), p, config, facts, sources);
-        if (reused) return { outcome: reused, ran: false, config, sources };
-        const outcome = await runPluginOn(this.opts, p, sources, facts, { epoch, previousEpoch: prev.get(p.manifest.name) ?? 0 });
-        return { outcome, ran: true, config, sources };
-      }),
-    );
+    // without calling the sandbox (checks/runner.ts). Anything else is a call, as every round.
+    const catalog = (p: LoadedPlugin) => volumeScopedCatalog(this.opts.catalog, p.manifest.sources);
+    const runs = await this.checks.run(v.volumeId, plugins, { catalog, facts, epoch });
     // Forgotten while it ran: its result is about a volume no longer here.
     if (this.book.get(v.volumeId) !== v || this.stopped) return false;
     const outcomes = runs.map((r) => r.outcome);
-    const nextKept = new Map<string, StableVerdict>();
-    for (const [i, p] of plugins.entries()) {
-      const r = runs[i]!;
-      this.m.volumeChecks.inc({ result: r.ran ? "run" : "reused" });
-      if (r.ran) {
-        // previousEpoch is the last round that called it: a reused verdict saw nothing new.
-        prev.set(p.manifest.name, epoch);
-        if (r.outcome.kind === "verdict") for (const ev of r.outcome.output.events ?? []) this.countEvent(p.manifest.name, ev.reason);
-      }
-      const last = kept?.get(p.manifest.name);
-      const k = r.ran ? remember(p, r.config, facts, r.sources, r.outcome) : last && keptWith(last, r.sources);
-      if (k) nextKept.set(p.manifest.name, k);
+    this.checks.settle(v.volumeId, runs, epoch);
+    this.checks.retain(v.volumeId, new Set(plugins.map((p) => p.manifest.name)));
+    for (const r of runs) {
+      if (!r.reused && r.outcome.kind === "verdict") for (const ev of r.outcome.output.events ?? []) this.countEvent(r.plugin.manifest.name, ev.reason);
     }
-    if (nextKept.size > 0) this.stable.set(v.volumeId, nextKept);
-    else this.stable.delete(v.volumeId);
     let e = this.evaluated.get(v.volumeId);
     const first = !e;
     if (!e) {
@@ -320,8 +277,7 @@ class HealthEvaluator implements StorageHealth {
 
   private dropVolume(id: string): void {
     const had = this.evaluated.delete(id);
-    this.lastEpoch.delete(id);
-    this.stable.delete(id);
+    this.checks.forget(id);
     if (had) this.notify({ storage: false, volumes: [id] });
   }
 

@@ -1,12 +1,12 @@
-import { judge } from "../engine/health-view.js";
-import { cannotTell, type Condition, type HealthSnapshot, type ProbeKind } from "../engine/state.js";
-import type { HealthEntry, StorageHealthView } from "../engine/storage-health.js";
+import { judge } from "../engine/readiness-verdict.js";
+import { cannotTell, type Condition, type ReadinessSnapshot, type ProbeKind } from "../engine/readiness.js";
+import type { HealthEntry, StorageHealthView } from "../storage-health/view.js";
 import { oneLine } from "../support/one-line.js";
 
 /** A verbose line's bound: a check's line is its name, reason and a message cut at 1024 characters. */
 const LINE_MAX = 4096;
 
-export interface HealthView {
+export interface ReadyzView {
   ok: boolean;
   lines: string[];
 }
@@ -16,7 +16,7 @@ export interface HealthView {
  * snapshot minus the checks the caller excluded (like the Kubernetes API
  * server's ?exclude=), with one verbose line per check.
  */
-export function healthView(s: HealthSnapshot, probe: ProbeKind, exclude: ReadonlySet<string>): HealthView {
+export function readyzView(s: ReadinessSnapshot, probe: ProbeKind, exclude: ReadonlySet<string>): ReadyzView {
   const lines: string[] = [];
   if (probe === "readiness" && s.phase === "initializing") lines.push("[-]initializing: first evaluation has not completed");
   for (const c of s.conditions) {
@@ -51,7 +51,7 @@ function failsLiveness(c: Condition): boolean {
  * The endpoint's verdict: the snapshot's own (what Probe and gRPC health say)
  * unless the caller excluded checks; then the engine's rules run again on the rest.
  */
-function verdict(s: HealthSnapshot, probe: ProbeKind, exclude: ReadonlySet<string>): boolean {
+function verdict(s: ReadinessSnapshot, probe: ProbeKind, exclude: ReadonlySet<string>): boolean {
   const v = exclude.size === 0 ? s : judge(s.conditions.filter((c) => !exclude.has(c.name)), s.phase !== "initializing");
   return probe === "readiness" ? v.ready && v.live : v.live;
 }
