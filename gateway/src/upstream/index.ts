@@ -7,6 +7,7 @@ import type { ProbeSource } from "../services/probe-source.js";
 import { parseEndpoint } from "../transport/endpoint.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import type { UnaryServer } from "../rawcall/server.js";
+import type { CallObserver } from "../rawcall/route.js";
 import { UpstreamConnection } from "./connection.js";
 import { UpstreamDriverHealth } from "./driver-health.js";
 import { IdentityWatch } from "./identity.js";
@@ -49,6 +50,8 @@ export interface UpstreamGatewayOptions {
   probeCacheMs?: number;
   /** Largest request message forwarded (default 4 MiB). */
   maxRequestBytes?: number;
+  /** Told of every forwarded call: its path, request message (decoded up to 64 KiB) and final status. */
+  observe?: CallObserver;
 }
 
 export interface UpstreamGateway {
@@ -88,6 +91,7 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     metrics,
     timeoutCapMs: opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS,
     maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024,
+    observe: opts.observe,
   });
   // The two health RPCs are answered first (from memory, merged with the
   // driver's when it has its own); everything else goes to the proxy.
