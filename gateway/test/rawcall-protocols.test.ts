@@ -9,11 +9,9 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import path, { join } from "node:path";
-import pino from "pino";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   Node,
@@ -22,14 +20,13 @@ import {
   NodeStageVolumeRequestSchema,
   VolumeCapability_AccessMode_Mode as AccessMode,
 } from "../gen/csi/v1/csi_pb.js";
-import { startGateway, type Gateway } from "../src/gateway.js";
-import { Metrics } from "../src/observability/metrics.js";
+import type { Gateway } from "../src/gateway.js";
 import type { CallRecord } from "../src/rawcall/route.js";
-import { parseEndpoint } from "../src/transport/endpoint.js";
-import { ScriptedReadiness, startHarness, type Harness } from "./gateway-mode-harness.js";
+import { startHarness, type Harness } from "./gateway-mode-harness.js";
 import { rawCall } from "./helpers/fake-csi-driver.js";
 import { ROOT } from "./helpers/gateway-process.js";
 import { ScriptedHealth, storageEntry, volumeEntry } from "./helpers/scripted-health.js";
+import { startNodeModeGateway } from "./helpers/node-mode-gateway.js";
 
 const STORAGE = "/csi.v1.Node/NodeGetStorageHealth";
 const STAGE = "/csi.v1.Node/NodeStageVolume";
@@ -72,18 +69,9 @@ describe("node mode: the Node RPCs probegate answers, in every protocol on the C
   });
 
   async function start(health: ScriptedHealth) {
-    dir = mkdtempSync(join(tmpdir(), "pg-rc-"));
-    const socket = join(dir, "csi.sock");
-    gw = await startGateway({
-      csiEndpoint: parseEndpoint(`unix://${socket}`),
-      httpEndpoint: parseEndpoint("127.0.0.1:0"),
-      identity: { driverName: "probegate.test", vendorVersion: "0.0.0", manifest: {}, capabilities: [] },
-      readiness: new ScriptedReadiness(),
-      logger: pino({ level: "silent" }),
-      metrics: new Metrics({ processMetrics: false }),
-      health: { view: health.view, registry: health.registry },
-    });
-    return { socket, http: gw.http!.address };
+    const started = await startNodeModeGateway(health, "pg-rc-");
+    ({ gw, dir } = started);
+    return started;
   }
 
   it("answers NodeGetStorageHealth, NodeGetVolumeHealth and NodeGetCapabilities alike over gRPC, gRPC-Web and Connect, errors included", async () => {

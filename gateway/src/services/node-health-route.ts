@@ -20,7 +20,6 @@ import { HealthAnswers, healthCapabilitiesReply, mergeStorageReply, mergeVolumeR
 
 export const NODE_GET_STORAGE_HEALTH_PATH = "/csi.v1.Node/NodeGetStorageHealth";
 export const NODE_GET_VOLUME_HEALTH_PATH = "/csi.v1.Node/NodeGetVolumeHealth";
-const NODE_GET_CAPABILITIES_PATH = "/csi.v1.Node/NodeGetCapabilities";
 
 /**
  * A volume id, two paths of at most 4096 bytes and a secrets map fit many
@@ -135,33 +134,17 @@ export function createNodeHealthRoute(opts: NodeHealthRouteOptions): NodeHealthR
     return { frame: answers.volume(volumeId) };
   };
 
-  const routes: UnaryRoute[] = [
-    {
-      path: NODE_GET_STORAGE_HEALTH_PATH,
-      method: Node.method.nodeGetStorageHealth,
-      csiOnly: true,
-      maxBytes: HEALTH_REQUEST_MAX_BYTES,
-      ...(gateway ? { takes: () => view.hasStorageChecks(), elsewhere: forwarded(NODE_GET_STORAGE_HEALTH_PATH) } : {}),
-      answer: (msg, _ctx, timeoutMs) => answerStorage(msg, timeoutMs),
-    },
-    {
-      path: NODE_GET_VOLUME_HEALTH_PATH,
-      method: Node.method.nodeGetVolumeHealth,
-      csiOnly: true,
-      maxBytes: HEALTH_REQUEST_MAX_BYTES,
-      ...(gateway ? { takes: () => view.hasVolumeChecks(), elsewhere: forwarded(NODE_GET_VOLUME_HEALTH_PATH) } : {}),
-      answer: (msg, _ctx, timeoutMs) => answerVolume(msg, timeoutMs),
-    },
+  /** A Node RPC on the CSI endpoint; in gateway mode only while `checked` (else the proxy forwards it). */
+  const nodeRoute = (method: UnaryRoute["method"] & {}, answer: UnaryRoute["answer"], checked?: () => boolean): UnaryRoute => {
+    const path = `/${method.parent.typeName}/${method.name}`;
+    const route: UnaryRoute = { path, method, csiOnly: true, maxBytes: HEALTH_REQUEST_MAX_BYTES, answer };
+    return gateway && checked ? { ...route, takes: checked, elsewhere: forwarded(path) } : route;
+  };
+  const routes = [
+    nodeRoute(Node.method.nodeGetStorageHealth, (msg, _ctx, timeoutMs) => answerStorage(msg, timeoutMs), () => view.hasStorageChecks()),
+    nodeRoute(Node.method.nodeGetVolumeHealth, (msg, _ctx, timeoutMs) => answerVolume(msg, timeoutMs), () => view.hasVolumeChecks()),
   ];
   // Gateway mode relays the driver's NodeGetCapabilities (rewritten by the proxy); node mode answers it.
-  if (!gateway) {
-    routes.push({
-      path: NODE_GET_CAPABILITIES_PATH,
-      method: Node.method.nodeGetCapabilities,
-      csiOnly: true,
-      maxBytes: HEALTH_REQUEST_MAX_BYTES,
-      answer: () => ({ frame: encodeFrame(healthCapabilitiesReply(view)) }),
-    });
-  }
+  if (!gateway) routes.push(nodeRoute(Node.method.nodeGetCapabilities, () => ({ frame: encodeFrame(healthCapabilitiesReply(view)) })));
   return Object.assign(serveUnary(routes, { logger: opts.logger }), { close: () => answers.close() });
 }
