@@ -23,6 +23,10 @@ import { DEFAULT_EDGE_LIMITS, EDGE_REJECTIONS, type EdgeLimits } from "./transpo
 import { requestPath } from "./transport/request-path.js";
 import { SELF_ANSWERED_MAX_BYTES } from "./services/limits.js";
 import type { StreamRoute } from "./transport/stream-route.js";
+import type { UnaryServer } from "./rawcall/server.js";
+
+/** The mount API: the services gateway mode forwards to the driver, on the CSI endpoint only. */
+export const MOUNT_API_SERVICES: readonly string[] = ["csi.v1.Controller", "csi.v1.Node", "csi.v1.GroupController"];
 
 export interface GatewayConfig {
   csiEndpoint?: Endpoint;
@@ -39,7 +43,8 @@ export interface GatewayConfig {
   healthNotes?: () => string[];
   /**
    * Raw stream routes served on the CSI endpoint only (gateway mode's upstream
-   * proxy): the mount API never reaches the network port.
+   * proxy): the mount API never reaches the network port. Those that are a
+   * raw-call core's server (UnaryServer) are served over Connect and gRPC-Web too.
    */
   csiOnlyRoutes?: readonly StreamRoute[];
   logger: Logger;
@@ -109,7 +114,10 @@ export async function startGateway(cfg: GatewayConfig): Promise<Gateway> {
     readMaxBytes,
     // Node mode serves three Node RPCs (the health pair and NodeGetCapabilities) on the CSI endpoint: describe the service there.
     csiOnlyServices: nodeHealth.length > 0 ? [...new Set([...(cfg.csiOnlyServices ?? []), "csi.v1.Node"])] : cfg.csiOnlyServices,
+    forwardedServices: cfg.csiOnlyServices ?? (cfg.csiOnlyRoutes?.length ? MOUNT_API_SERVICES : undefined),
     extraFiles: cfg.extraFiles,
+    // What the raw-call core answers from memory on the CSI endpoint is served there over Connect and gRPC-Web too.
+    answered: [...nodeHealth, ...(cfg.csiOnlyRoutes ?? [])].flatMap((r) => (r as Partial<UnaryServer>).routes ?? []),
   });
   const appOptions = {
     readiness: cfg.readiness,

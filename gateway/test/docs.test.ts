@@ -90,7 +90,7 @@ describe("docs/health.md: its npx buf curl lines", () => {
   const page = fs.readFileSync(path.join(ROOT, "docs", "health.md"), "utf8");
   const lines = page.split("\n").filter((l) => l.startsWith("npx buf curl "));
 
-  it("answer from the demo node's socket as the page says; Connect gets UNIMPLEMENTED", async () => {
+  it("answer from the demo node's socket as the page says, in Connect, gRPC and gRPC-Web alike", async () => {
     expect(lines.map((l) => l.slice(l.lastIndexOf("/") + 1))).toEqual(["NodeGetStorageHealth", "NodeGetVolumeHealth"]);
     const gw = await startGatewayProcess(["--demo=healthy"]);
     try {
@@ -117,10 +117,14 @@ describe("docs/health.md: its npx buf curl lines", () => {
         if (!statuses) await new Promise((res) => setTimeout(res, 200));
       }
       expect(statuses).toEqual([expect.objectContaining({ status: "INACCESSIBLE", reason: "NotMounted" })]);
-      // The same call over Connect: the Node service is gRPC only.
-      const connect = run(words(lines[0]!.replaceAll("/tmp/csi.sock", gw.socket).replace("--protocol grpc --http2-prior-knowledge ", "")).slice(2));
-      expect(connect.status).not.toBe(0);
-      expect(connect.stdout + connect.stderr).toContain("unimplemented");
+      // The same calls over gRPC and gRPC-Web (the page's lines use Connect, buf curl's default): the same answers.
+      for (const protocol of ["--protocol grpc --http2-prior-knowledge ", "--protocol grpcweb "]) {
+        for (const [i, line] of lines.entries()) {
+          const other = run(words(line.replaceAll("/tmp/csi.sock", gw.socket).replace("npx buf curl ", `npx buf curl ${protocol}`)).slice(2));
+          expect(other.status, other.stderr).toBe(0);
+          expect(JSON.parse(other.stdout), `${protocol}${i}`).toEqual(JSON.parse(asWritten(line).stdout));
+        }
+      }
     } finally {
       await gw.stop();
     }

@@ -16,6 +16,7 @@ import { Metrics } from "../src/observability/metrics.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";
 import { parseEndpoint } from "../src/transport/endpoint.js";
 import { createUpstreamGateway, type UpstreamGateway } from "../src/upstream/index.js";
+import type { CallObserver } from "../src/rawcall/route.js";
 import type { GateName } from "../src/upstream/methods.js";
 import { FakeCsiDriver, rawCall, unixClient, type ServiceName } from "./helpers/fake-csi-driver.js";
 
@@ -108,6 +109,8 @@ export async function startHarness(opts: {
   probeCacheMs?: number;
   probeTimeoutMs?: number;
   logLevel?: pino.LevelWithSilent;
+  /** Told of every forwarded call (the raw-call core's observer). */
+  observe?: CallObserver;
 } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "pg-gw-"));
   const csiSocket = join(dir, "csi.sock");
@@ -127,6 +130,7 @@ export async function startHarness(opts: {
     timeoutCapMs: opts.timeoutCapMs,
     probeCacheMs: opts.probeCacheMs ?? 0,
     probeTimeoutMs: opts.probeTimeoutMs,
+    observe: opts.observe,
   });
   const gateway = await startGateway({
     csiEndpoint: parseEndpoint(`unix://${csiSocket}`),

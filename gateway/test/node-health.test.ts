@@ -9,11 +9,9 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -37,10 +35,11 @@ import * as reflV1 from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { startGateway, type Gateway } from "../src/gateway.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { parseEndpoint } from "../src/transport/endpoint.js";
-import { ScriptedReadiness, startHarness, type Harness } from "./gateway-mode-harness.js";
+import { startHarness, type Harness } from "./gateway-mode-harness.js";
 import { rawCall, unixClient } from "./helpers/fake-csi-driver.js";
 import { grpcJsClient } from "./helpers/grpc-js-client.js";
 import { ScriptedHealth, storageEntry, volumeEntry } from "./helpers/scripted-health.js";
+import { startNodeModeGateway } from "./helpers/node-mode-gateway.js";
 
 const CAPS = "/csi.v1.Node/NodeGetCapabilities";
 const STORAGE = "/csi.v1.Node/NodeGetStorageHealth";
@@ -83,21 +82,13 @@ describe("node mode: the health RPCs on the CSI socket", () => {
   });
 
   async function start(health: ScriptedHealth) {
-    dir = mkdtempSync(join(tmpdir(), "pg-nh-"));
-    const socket = join(dir, "csi.sock");
-    gw = await startGateway({
-      csiEndpoint: parseEndpoint(`unix://${socket}`),
-      httpEndpoint: parseEndpoint("127.0.0.1:0"),
-      identity: { driverName: "probegate.test", vendorVersion: "0.0.0", manifest: {}, capabilities: [] },
-      readiness: new ScriptedReadiness(),
-      logger: pino({ level: "silent" }),
-      metrics: new Metrics({ processMetrics: false }),
-      health: { view: health.view, registry: health.registry },
-    });
+    const started = await startNodeModeGateway(health, "pg-nh-");
+    ({ gw, dir } = started);
+    const { socket } = started;
     const unix = unixClient(socket);
-    const tcp = new grpc.Client(gw.http!.address, grpc.credentials.createInsecure());
+    const tcp = new grpc.Client(started.http, grpc.credentials.createInsecure());
     clients.push(unix, tcp);
-    return { unix, tcp, socket, http: gw.http!.address };
+    return { unix, tcp, socket, http: started.http };
   }
 
   it("advertises each RPC only while its checks are loaded, and refuses the unconfigured one", async () => {

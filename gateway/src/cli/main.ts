@@ -1,4 +1,4 @@
-import { startGateway, type Gateway } from "../gateway.js";
+import { MOUNT_API_SERVICES, startGateway, type Gateway } from "../gateway.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { Metrics } from "../observability/metrics.js";
 import { CAPABILITY_NAMES, type IdentityConfig } from "../services/identity.js";
@@ -14,7 +14,6 @@ import { storageHealthMetrics } from "../storage-health/view-metrics.js";
 import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
-const FORWARDED_SERVICES = ["csi.v1.Controller", "csi.v1.Node", "csi.v1.GroupController"];
 
 function identityConfig(cfg: Config): IdentityConfig {
   return {
@@ -169,7 +168,7 @@ export async function main(argv: string[]): Promise<number> {
       csiOnlyRoutes: upstream ? [upstream.route] : [],
       probe: upstream?.probe ?? new LocalProbeSource(checks.engine, cfg.probeReady === "startup" ? "startup" : "readiness"),
       healthNotes: () => [...checks.notes(), ...(upstream?.healthNotes() ?? [])],
-      csiOnlyServices: upstream ? FORWARDED_SERVICES : undefined,
+      csiOnlyServices: upstream ? MOUNT_API_SERVICES : undefined,
       // Node mode answers the health RPCs from it on the CSI endpoint; gateway mode's upstream route already does.
       health: checks.health && { view: checks.health.view, registry: checks.health.registry },
       healthAnsweredUpstream: upstream !== undefined,

@@ -50,11 +50,12 @@ export function explainProtocolRefusal(
   return res;
 }
 
-const READ_LIMIT = /message size (?:(\d+) )?is larger than configured readMaxBytes \d+/;
+const READ_LIMIT = /message size (?:(\d+) )?is larger than configured readMaxBytes (\d+)/;
 
+/** The method's own limit as Connect applied it: SELF_ANSWERED_MAX_BYTES, or a route's (the node health RPCs' 64 KiB). */
 function fixedLimitMessage(m: RegExpExecArray): string {
   const size = m[1] ? ` of ${m[1]} bytes` : "";
-  return `request message${size} is larger than ${SELF_ANSWERED_MAX_BYTES} bytes, the fixed limit of the calls probegate answers itself`;
+  return `request message${size} is larger than ${m[2] ?? SELF_ANSWERED_MAX_BYTES} bytes, the fixed limit of the calls probegate answers itself`;
 }
 
 /**

@@ -35,7 +35,9 @@ import {
   reflectionV1alphaModule,
   reflectionV1Module,
 } from "./reflection.js";
-import { unimplemented } from "./unimplemented.js";
+import { answerUnimplemented } from "./unimplemented.js";
+import { connectTwins } from "../rawcall/connect-twin.js";
+import type { UnaryRoute } from "../rawcall/route.js";
 
 /** Transport label for metrics: which wire protocol and listener a call used. */
 export type TransportLabel = "grpc-unix" | "grpc-tcp" | "grpc-web" | "connect";
@@ -43,6 +45,8 @@ export type TransportLabel = "grpc-unix" | "grpc-tcp" | "grpc-web" | "connect";
 export const transportKey = createContextKey<TransportLabel>("connect", { description: "transport label" });
 /** Which endpoint the call came in on; reflection lists forwarded services on the CSI endpoint only. */
 export const surfaceKey = createContextKey<Surface>("network", { description: "endpoint surface" });
+/** The listener and surface of the call, for routes the raw-call core also serves through Connect. */
+const streamContextKey = createContextKey<StreamContext>({ listener: "tcp", surface: "network" }, { description: "stream context" });
 
 export function transportOf(contentType: string, ctx: StreamContext): TransportLabel {
   if (contentType.startsWith("application/grpc-web")) return "grpc-web";
@@ -54,6 +58,7 @@ export function contextValuesFor(contentType: string, ctx: StreamContext): Conte
   const values = createContextValues();
   values.set(transportKey, transportOf(contentType, ctx));
   values.set(surfaceKey, ctx.surface);
+  values.set(streamContextKey, ctx);
   return values;
 }
 
@@ -80,7 +85,11 @@ export interface RpcOptions {
   readMaxBytes: number;
   /** Fully-qualified names of services forwarded on the CSI endpoint (gateway mode), listed over reflection there only. */
   csiOnlyServices?: readonly string[];
+  /** Services gateway mode forwards to the driver, over gRPC on the CSI endpoint only. */
+  forwardedServices?: readonly string[];
   extraFiles?: readonly DescFile[];
+  /** RPCs the raw-call core answers from memory: served here too, over Connect and gRPC-Web, from the same answers. */
+  answered?: readonly UnaryRoute[];
 }
 
 export interface RpcStack {
@@ -122,6 +131,10 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
   router.service(reflectionV1alphaModule.ServerReflection, reflectionV1alpha((ctx) => indexFor(ctx.values.get(surfaceKey))));
 
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  const answered = opts.answered ?? [];
+  const twins = connectTwins(answered, { acceptCompression: ACCEPT_COMPRESSION, shutdown: opts.shutdown, contextOf: (v) => v.get(streamContextKey) });
+  for (const [path, h] of twins) handlers.set(path, h);
+  const notServed = notServedWording(files, answered, opts.forwardedServices ?? []);
   // Probe-style answers are read by people through many clients: make their
   // status messages decode everywhere, and a malformed request the caller's fault.
   const invoke: RpcStack["invoke"] = async (handler, req) =>
@@ -135,7 +148,9 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
   const compat: CompatHandler = (req, res) => {
     const path = requestPath(req.url);
     const handler = handlers.get(path);
-    if (!handler) return unimplemented(req, res);
+    const ctx = requestContext(req);
+    const why = handler ? notServed.onSurface(path, ctx.surface) : notServed.message(path, ctx.surface);
+    if (!handler || why !== undefined) return answerUnimplemented(req, res, why ?? `unknown method ${path}`);
     clampDeadlineHeaders(req.headers);
     let uReq;
     try {
@@ -143,7 +158,7 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
         req,
         res as never,
         undefined,
-        contextValuesFor(String(req.headers["content-type"] ?? ""), requestContext(req)),
+        contextValuesFor(String(req.headers["content-type"] ?? ""), ctx),
       );
     } catch (err) {
       // The edge validates the authority first; this is the last word if anything else cannot form a URL.
@@ -160,4 +175,33 @@ export function createRpcStack(opts: RpcOptions): RpcStack {
       });
   };
   return { handlers, compat, invoke };
+}
+
+/**
+ * Why a path is not served here, in words that never call a method that
+ * exists unknown: a Node RPC asked on the network port is served on the CSI
+ * endpoint only; a forwarded method asked in a protocol the driver does not
+ * speak is forwarded over gRPC only; a CSI method with no driver to forward
+ * it to is not served in node mode.
+ */
+function notServedWording(files: readonly DescFile[], answered: readonly UnaryRoute[], forwarded: readonly string[]) {
+  const known = new Set<string>();
+  for (const f of files) for (const s of f.services) for (const m of s.methods) known.add(`/${s.typeName}/${m.name}`);
+  const csiOnly = new Set(answered.filter((r) => r.csiOnly).map((r) => r.path));
+  const forwardedServices = new Set(forwarded);
+  const csiEndpointOnly = (path: string) => `${path} is served on the CSI endpoint only, never on the network port`;
+  return {
+    /** For a path with a handler: undefined when it may be served on this surface. */
+    onSurface(path: string, surface: Surface): string | undefined {
+      return surface !== "csi" && csiOnly.has(path) ? csiEndpointOnly(path) : undefined;
+    },
+    message(path: string, surface: Surface): string {
+      if (!known.has(path)) return `unknown method ${path}`;
+      const service = path.slice(1, path.lastIndexOf("/"));
+      if (forwardedServices.has(service)) {
+        return surface === "csi" ? `${path} is forwarded to the CSI driver over gRPC (HTTP/2) only; call it with gRPC` : csiEndpointOnly(path);
+      }
+      return `${path} is not served: probegate answers ${service} only in gateway mode, forwarding it to the CSI driver (--upstream)`;
+    },
+  };
 }

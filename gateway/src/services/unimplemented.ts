@@ -12,22 +12,24 @@ function isConnect(contentType: string, target: string): boolean {
 }
 
 /**
- * Answers a path nothing serves, in the caller's own protocol and the same on
- * every listener: gRPC and gRPC-Web get UNIMPLEMENTED, Connect gets HTTP 404
- * with code "unimplemented" (the Connect protocol's mapping), and anything
- * else (curl, a browser, a typo'd probe path) a plain 404.
+ * Answers a path not served here, in the caller's own protocol and the same on
+ * every listener: gRPC and gRPC-Web get UNIMPLEMENTED with `message` ("unknown
+ * method …", or why a method that exists is not served here or in this
+ * protocol), Connect gets HTTP 404 with code "unimplemented" (the Connect
+ * protocol's mapping), and anything else (curl, a browser, a typo'd probe
+ * path) a plain 404.
  */
-export const unimplemented: CompatHandler = (req, res) => {
+export function answerUnimplemented(req: Parameters<CompatHandler>[0], res: Parameters<CompatHandler>[1], message: string): void {
   const target = req.url ?? "/";
   const path = requestPath(target);
   const contentType = String(req.headers["content-type"] ?? "");
   const respond = () => {
     if (contentType.startsWith("application/grpc")) {
       const ct = contentType.startsWith("application/grpc-web") ? contentType.split(";")[0] : "application/grpc";
-      answerTrailersOnly(res, ct, Code.Unimplemented, `unknown method ${path}`);
+      answerTrailersOnly(res, ct, Code.Unimplemented, message);
     } else if (isConnect(contentType, target)) {
       res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ code: "unimplemented", message: `unknown method ${path}` }));
+      res.end(JSON.stringify({ code: "unimplemented", message }));
     } else {
       const body = `not found: ${echo(path)}\n`;
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body) });
@@ -39,4 +41,4 @@ export const unimplemented: CompatHandler = (req, res) => {
   req.once("end", respond);
   req.once("error", () => res.destroy());
   req.resume();
-};
+}

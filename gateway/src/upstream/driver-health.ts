@@ -6,7 +6,7 @@ import { advertisedHealth } from "./intercept.js";
 import { NODE_GET_CAPABILITIES_PATH } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
 import type { UpstreamStatus } from "./status.js";
-import { unaryCall } from "./unary.js";
+import { unaryCall } from "../rawcall/client.js";
 
 /** Bound on the background NodeGetCapabilities probegate sends itself. */
 const CAPABILITIES_TIMEOUT_MS = 5_000;

@@ -6,7 +6,7 @@ import { GRPC_OK, statusName } from "../transport/grpc-wire.js";
 import { GET_PLUGIN_INFO_PATH } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
 import type { UpstreamStatus } from "./status.js";
-import { unaryCall } from "./unary.js";
+import { unaryCall } from "../rawcall/client.js";
 
 const REQUEST = toBinary(GetPluginInfoRequestSchema, create(GetPluginInfoRequestSchema));
 

@@ -6,6 +6,8 @@ import type { Metrics } from "../observability/metrics.js";
 import type { ProbeSource } from "../services/probe-source.js";
 import { parseEndpoint } from "../transport/endpoint.js";
 import type { StreamRoute } from "../transport/stream-route.js";
+import type { UnaryServer } from "../rawcall/server.js";
+import type { CallObserver } from "../rawcall/route.js";
 import { UpstreamConnection } from "./connection.js";
 import { UpstreamDriverHealth } from "./driver-health.js";
 import { IdentityWatch } from "./identity.js";
@@ -48,11 +50,13 @@ export interface UpstreamGatewayOptions {
   probeCacheMs?: number;
   /** Largest request message forwarded (default 4 MiB). */
   maxRequestBytes?: number;
+  /** Told of every forwarded call: its path, request message (decoded up to 64 KiB) and final status. */
+  observe?: CallObserver;
 }
 
 export interface UpstreamGateway {
   /** Give to the CSI endpoint's listener only: it carries the mount API, which never goes on the network port. */
-  route: StreamRoute;
+  route: UnaryServer;
   /** Give to the Identity service (and any Probe fast path). */
   probe: ProbeSource;
   /** Display form of the upstream endpoint, for logs. */
@@ -87,6 +91,7 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
     metrics,
     timeoutCapMs: opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS,
     maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024,
+    observe: opts.observe,
   });
   // The two health RPCs are answered first (from memory, merged with the
   // driver's when it has its own); everything else goes to the proxy.
@@ -100,7 +105,9 @@ export function createUpstreamGateway(opts: UpstreamGatewayOptions): UpstreamGat
       driverTimeoutCapMs: Math.min(opts.timeoutCapMs ?? DEFAULT_TIMEOUT_CAP_MS, 10_000),
       logger: opts.logger,
     });
-  const route: StreamRoute = healthRoute ? (stream, headers, ctx) => healthRoute(stream, headers, ctx) || proxy(stream, headers, ctx) : proxy;
+  const either: StreamRoute = healthRoute ? (stream, headers, ctx) => healthRoute(stream, headers, ctx) || proxy(stream, headers, ctx) : proxy;
+  // The health routes travel with it, so the gateway serves them over Connect and gRPC-Web too.
+  const route = Object.assign(either, { routes: healthRoute?.routes ?? [] });
   const probe = new UpstreamProbeSource({
     conn,
     status,

@@ -8,7 +8,7 @@ import { GRPC_OK, statusName } from "../transport/grpc-wire.js";
 import { PROBE_PATH } from "./methods.js";
 import type { UpstreamMetrics } from "./metrics.js";
 import type { UpstreamStatus } from "./status.js";
-import { unaryCall } from "./unary.js";
+import { unaryCall } from "../rawcall/client.js";
 
 const PROBE_REQUEST = toBinary(ProbeRequestSchema, create(ProbeRequestSchema));
 

@@ -5,8 +5,10 @@ import type { Logger } from "../observability/logger.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import { unavailableMessage, type UpstreamConnection } from "./connection.js";
 import { gatedPaths, notReadyReason } from "./gating.js";
-import { formatGrpcTimeout, parseGrpcTimeout } from "../transport/grpc-timeout.js";
+import { formatGrpcTimeout } from "../transport/grpc-timeout.js";
 import { encodeFrame, GRPC_OK, respondTrailersOnly, singleMessage, statusForRstCode, statusName, statusOf, statusTrailers } from "../transport/grpc-wire.js";
+import { budgetMs, callerTimeoutMs, isGrpcCall, RequestBody, requestEncoding, tooLargeMessage } from "../rawcall/request.js";
+import type { CallObserver } from "../rawcall/route.js";
 import type { StorageHealthView, VolumeRegistry } from "../storage-health/view.js";
 import type { UpstreamDriverHealth } from "./driver-health.js";
 import { mountedVolumeRef, releasedVolume, volumeRefFromRequest, withHealthCapabilities, withVolumeCondition } from "./intercept.js";
@@ -49,6 +51,8 @@ export interface ProxyDeps {
   timeoutCapMs: number;
   /** Largest request message forwarded (--max-request-bytes); larger calls get RESOURCE_EXHAUSTED. */
   maxRequestBytes: number;
+  /** Told of every forwarded call's request message and final status (the request decoded up to 64 KiB). */
+  observe?: CallObserver;
 }
 
 /** Hop-by-hop and transport headers that must not cross the proxy. */
@@ -74,17 +78,12 @@ function copyHeaders(src: http2.IncomingHttpHeaders, drop: Set<string>, keepStat
   return out;
 }
 
-/** Only real gRPC (not gRPC-Web, not Connect) can be relayed frame for frame to a gRPC driver. */
-function isGrpc(headers: http2.IncomingHttpHeaders): boolean {
-  const ct = headers["content-type"];
-  return headers[":method"] === "POST" && typeof ct === "string" && /^application\/grpc(\+proto)?(;|$)/.test(ct);
-}
-
 export function createProxyRoute(deps: ProxyDeps): StreamRoute {
   const gated = gatedPaths(deps.gates);
   return (stream, headers) => {
     const path = headers[":path"];
-    if (typeof path !== "string" || !isForwardedPath(path) || !isGrpc(headers)) return false;
+    // Only real gRPC (not gRPC-Web, not Connect) can be relayed frame for frame to a gRPC driver.
+    if (typeof path !== "string" || !isForwardedPath(path) || !isGrpcCall(headers)) return false;
     // Until the driver has told us its name, probegate answers GetPluginInfo itself (from --driver-name).
     if (path === GET_PLUGIN_INFO_PATH && deps.status.upstreamDriverName === undefined) return false;
     new ForwardedCall(deps, stream, headers, path, gated.has(path)).start();
@@ -116,9 +115,8 @@ class ForwardedCall {
   private trailers: http2.OutgoingHttpHeaders | undefined;
   private readonly rewrite: Rewrite;
   private readonly track: Track;
-  /** Request bytes, kept only when a debug log or a rewrite needs them. */
-  private requestChunks: Buffer[] | undefined;
-  private requestBytes = 0;
+  /** The request's DATA frames, counted against --max-request-bytes; kept only when a debug log, a rewrite or an observer needs them. */
+  private body: RequestBody | undefined;
 
   constructor(
     private readonly deps: ProxyDeps,
@@ -161,8 +159,7 @@ class ForwardedCall {
       }
     }
 
-    const callerMs = parseGrpcTimeout(this.headers["grpc-timeout"]);
-    const timeoutMs = Math.min(callerMs ?? deps.timeoutCapMs, deps.timeoutCapMs);
+    const timeoutMs = budgetMs(callerTimeoutMs(this.headers), deps.timeoutCapMs, false);
     if (timeoutMs <= 0) {
       this.fail(Code.DeadlineExceeded, "deadline exceeded before the call was forwarded");
       return;
@@ -214,21 +211,16 @@ class ForwardedCall {
       this.fail(Code.DeadlineExceeded, `upstream did not answer within ${timeoutMs} ms`);
     }, timeoutMs);
 
-    if (this.rewrite === "volume-stats" || this.track || deps.logger.isLevelEnabled("debug")) this.requestChunks = [];
     // CSI calls are unary: one message, so the body is one frame header and the message.
-    const maxBody = deps.maxRequestBytes + 5;
+    const body = (this.body = new RequestBody(deps.maxRequestBytes, MAX_DECODED_REQUEST_BYTES));
+    if (!(this.rewrite === "volume-stats" || this.track || deps.observe || deps.logger.isLevelEnabled("debug"))) body.chunks = undefined;
     stream.on("data", (chunk: Buffer) => {
-      this.requestBytes += chunk.length;
-      if (this.requestBytes > maxBody) {
-        stream.unpipe(up);
-        this.fail(Code.ResourceExhausted, `request message is larger than ${deps.maxRequestBytes} bytes (--max-request-bytes)`);
-        // The rest of the body is not wanted: RST_STREAM(NO_ERROR) after the status, as gRPC servers do.
-        if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
-        return;
-      }
-      if (!this.requestChunks) return;
-      if (this.requestBytes > MAX_DECODED_REQUEST_BYTES + 5) this.requestChunks = undefined;
-      else this.requestChunks.push(chunk);
+      if (body.add(chunk)) return;
+      body.chunks = undefined;
+      stream.unpipe(up);
+      this.fail(Code.ResourceExhausted, tooLargeMessage(deps.maxRequestBytes, " (--max-request-bytes)"));
+      // The rest of the body is not wanted: RST_STREAM(NO_ERROR) after the status, as gRPC servers do.
+      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
     });
     stream.once("end", () => {
       // CSI lets the CO ask for the health of a volume it only attempted to mount: remember on the attempt.
@@ -342,9 +334,9 @@ class ForwardedCall {
     return r.bytes;
   }
 
+  /** The request message, when it was kept and is one (gzip inflated within the decode cap). */
   private requestMessage(): Buffer | undefined {
-    const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
-    return body && singleMessage(body);
+    return this.body?.message(requestEncoding(this.headers) ?? "identity");
   }
 
   private rememberVolume(kind: "stage" | "publish"): void {
@@ -431,9 +423,12 @@ class ForwardedCall {
     deps.metrics.duration.observe({ method: info.label }, seconds);
     if (code === GRPC_OK && (this.track === "unstage" || this.track === "unpublish")) this.forgetVolume(this.track);
     if (code !== GRPC_OK) deps.metrics.errors.inc({ method: info.label, code: codeName });
-    if (deps.logger.isLevelEnabled("debug")) {
-      const body = this.requestChunks ? Buffer.concat(this.requestChunks) : undefined;
-      const message = body && singleMessage(body);
+    const observe = deps.observe;
+    const debug = deps.logger.isLevelEnabled("debug");
+    if (!observe && !debug) return;
+    const message = this.requestMessage();
+    observe?.({ path: this.path, request: message, status: code, durationMs: seconds * 1e3 });
+    if (debug) {
       deps.logger.debug(
         {
           method: info.label,

@@ -1,6 +1,8 @@
-import http2 from "node:http2";
-import type { UpstreamConnection } from "./connection.js";
+// The raw-call core's client: one unary gRPC call over a shared HTTP/2
+// session (probegate's own calls to the driver: Probe, GetPluginInfo, the
+// health RPCs, NodeGetCapabilities), read with the core's framing and statuses.
 import { Code } from "@connectrpc/connect";
+import http2 from "node:http2";
 import { formatGrpcTimeout } from "../transport/grpc-timeout.js";
 import { decodeGrpcMessage, encodeFrame, GRPC_OK, singleMessage, statusForRstCode, statusOf } from "../transport/grpc-wire.js";
 
@@ -9,8 +11,13 @@ export type UnaryResult =
   /** The call never reached the driver, or got no answer in time. */
   | { kind: "unreachable"; error: Error };
 
-/** A raw unary gRPC call over the shared upstream session, bounded by timeoutMs. */
-export function unaryCall(conn: UpstreamConnection, path: string, request: Uint8Array, timeoutMs: number): Promise<UnaryResult> {
+/** Where a call's stream is opened (the upstream connection); errors surface on the stream. */
+export interface StreamOpener {
+  request(headers: http2.OutgoingHttpHeaders): http2.ClientHttp2Stream;
+}
+
+/** A raw unary gRPC call, bounded by timeoutMs. */
+export function unaryCall(conn: StreamOpener, path: string, request: Uint8Array, timeoutMs: number): Promise<UnaryResult> {
   return new Promise((resolve) => {
     let done = false;
     const settle = (r: UnaryResult) => {
