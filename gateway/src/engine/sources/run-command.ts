@@ -13,7 +13,8 @@ import { resolveProgram } from "./path-lookup.js";
 import type { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner, KeepOutput, SpawnedRun } from "./spawner.js";
 
-export type Outcome = "ok" | "error" | "timeout" | "truncated";
+/** "skipped": not run, answered by the catalog (lustre-gate.ts). */
+export type Outcome = "ok" | "error" | "timeout" | "truncated" | "skipped";
 
 export interface CommandSpec {
   /** argv[0] is a bare name (looked up in env.PATH) or an absolute path. */
