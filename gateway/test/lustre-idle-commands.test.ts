@@ -14,6 +14,7 @@ import { fakeLustre, type FakeLustre, type FakeLustreState } from "./helpers/fak
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { gatewayTestScope } from "./helpers/test-scope.js";
 import { silentLogger } from "./hostile/harness.js";
+import { Metrics } from "../src/observability/metrics.js";
 
 const BUNDLED = path.join(ROOT, "dist", "plugins");
 const HEALTHY = path.join(ROOT, "gateway", "demo", "scenarios", "healthy");
@@ -117,6 +118,38 @@ describe("the plain net show inside the verbose one", () => {
       expect(plain.ok).toBe(true);
       expect(plain.stdout).toBe(fs.readFileSync(path.join(HEALTHY, "net_show.out"), "utf8"));
       expect(node.calls("net_show")).toHaveLength(1);
+    } finally {
+      await c2.stop();
+    }
+  });
+});
+
+describe("the catalog's answer for a Lustre command it did not run", () => {
+  it("is lctl's own answer on such a node, marked not run and counted as skipped; a mount table it cannot read runs the command", async () => {
+    const node = lnetOnlyNode();
+    const metrics = new Metrics({ processMetrics: false });
+    const catalog = await SourceCatalog.create({ procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger: silentLogger, metrics });
+    try {
+      const states = await catalog.read("lctl.import_states", {});
+      expect(states).toMatchObject({ ok: false, exitCode: null, stdout: "", truncated: false });
+      expect(states.error).toBe(`not run: no Lustre file system is mounted (no lustre line in ${path.join(node.procfs, "1", "mounts")})`);
+      expect(states.stderr).toBe(["osc/*/state", "mdc/*/state", "mgc/*/state"].map((p) => `error: get_param: param_path '${p}': No such file or directory\n`).join(""));
+      expect((await catalog.read("lfs.getname", {})).error).toMatch(/^not run: no Lustre file system is mounted/);
+      expect(node.calls().filter((l) => !l.startsWith("net_show"))).toEqual([]);
+      const executions = (await metrics.sourceExecutions.get()).values.filter((v) => v.labels.source === "lctl.import_states");
+      expect(executions.map((v) => [v.labels.result, v.value])).toEqual([["skipped", 1]]);
+      const errors = (await metrics.sourceErrors.get()).values.filter((v) => v.labels.source === "lctl.import_states");
+      expect(errors.map((v) => v.value)).toEqual([0]);
+    } finally {
+      await catalog.stop();
+    }
+    // Cannot tell (no mount table to read): the command runs, and lctl answers for itself.
+    fs.rmSync(path.join(node.procfs, "1", "mounts"));
+    const c2 = await SourceCatalog.create({ procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger: silentLogger });
+    try {
+      const states = await c2.read("lctl.import_states", {});
+      expect(states.error).toBe("exit status 1");
+      expect(node.calls("import_states")).toHaveLength(1);
     } finally {
       await c2.stop();
     }
