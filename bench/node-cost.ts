@@ -1,17 +1,21 @@
-// Section "nodecost" (issue #32): what one idle node pays per minute, side by
+// Section "nodecost" (issues #32, #43): what one node pays per minute, side by
 // side in one run: probegate between rounds (no client, no check due), probegate
-// at a 10 s check cadence with the commands it runs, the exec readiness script
-// run every 10 s with the same compiled fake tools, and the CSI livenessprobe
-// sidecar when a binary of it is at hand (PROBEGATE_BENCH_LIVENESSPROBE; no Go
-// toolchain here, so by default it is reported as not measured).
+// at a 10 s check cadence on three fake nodes (LNet alone; a Lustre client with
+// 1 and with 8 mounted volumes; lib/cost-nodes.ts) with the commands it runs,
+// the exec readiness script run every 10 s with the same compiled fake tools,
+// and the CSI livenessprobe sidecar when a binary of it is at hand
+// (PROBEGATE_BENCH_LIVENESSPROBE; no Go toolchain here, so by default it is
+// reported as not measured).
 //
 // Wake-ups are counted from the kernel, not sampled: every time a thread goes
 // to sleep and is woken again it is switched out and in once, so the growth of
 // voluntary_ctxt_switches + nonvoluntary_ctxt_switches in
 // /proc/<pid>/task/<tid>/status over a window is the number of times that
-// thread ran. CPU is the sum of the threads' on-CPU nanoseconds
-// (/proc/<pid>/task/*/schedstat) plus the waited-for children's user+sys
-// (/proc/<pid>/stat, clock ticks).
+// thread ran. CPU is probegate's whole process tree: the sum of the gateway's
+// threads' on-CPU nanoseconds (/proc/<pid>/task/*/schedstat) and its command
+// spawner's, plus the commands they started and reaped (cutime+cstime of both,
+// clock ticks). Which commands ran: the compiled fakes log every call to the
+// scenario's calls.log, counted over the same window.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
