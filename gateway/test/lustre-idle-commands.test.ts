@@ -45,6 +45,16 @@ function lnetOnlyNode(modules?: string): FakeLustre {
   return node;
 }
 
+/** A catalog on `node` (stopped after `use`). */
+async function withCatalog(node: FakeLustre, use: (c: SourceCatalog) => Promise<void>, metrics?: Metrics): Promise<void> {
+  const catalog = await SourceCatalog.create({ procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger: silentLogger, ...(metrics ? { metrics } : {}) });
+  try {
+    await use(catalog);
+  } finally {
+    await catalog.stop();
+  }
+}
+
 async function gatewayOn(node: FakeLustre): Promise<GatewayProcess> {
   const gw = await startGatewayProcess([`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", `--plugins-dir=${BUNDLED}`], { env: node.env });
   running.push(gw);
@@ -101,26 +111,20 @@ describe("the plain net show inside the verbose one", () => {
 
   it("one `net show -v 3` run serves both sources; a failed verbose run falls back to the plain command", async () => {
     const node = lnetOnlyNode();
-    const catalog = await SourceCatalog.create({ procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger: silentLogger });
-    try {
+    await withCatalog(node, async (catalog) => {
       const [plain, verbose] = await Promise.all([catalog.read("lnetctl.net_show", {}), catalog.read("lnetctl.net_show_health", {})]);
       expect(plain.stdout).toBe(fs.readFileSync(path.join(HEALTHY, "net_show.out"), "utf8"));
       expect(verbose.stdout).toContain("health value: 1000");
       expect(node.calls().filter((l) => l.includes("lnetctl"))).toEqual(["net_show_health lnetctl net show -v 3"]);
-    } finally {
-      await catalog.stop();
-    }
+    });
     // `-v 3` refused (an lnetctl without it): the plain command answers, exactly as before.
     node.setRaw("net_show_health", { out: "", err: "lnetctl: invalid option -- 'v'\n", exit: 1 });
-    const c2 = await SourceCatalog.create({ procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger: silentLogger });
-    try {
+    await withCatalog(node, async (c2) => {
       const plain = await c2.read("lnetctl.net_show", {});
       expect(plain.ok).toBe(true);
       expect(plain.stdout).toBe(fs.readFileSync(path.join(HEALTHY, "net_show.out"), "utf8"));
       expect(node.calls("net_show")).toHaveLength(1);
-    } finally {
-      await c2.stop();
-    }
+    });
   });
 });
 
@@ -128,8 +132,7 @@ describe("the catalog's answer for a Lustre command it did not run", () => {
   it("is lctl's own answer on such a node, marked not run and counted as skipped; a mount table it cannot read runs the command", async () => {
     const node = lnetOnlyNode();
     const metrics = new Metrics({ processMetrics: false });
-    const catalog = await SourceCatalog.create({ procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger: silentLogger, metrics });
-    try {
+    await withCatalog(node, async (catalog) => {
       const states = await catalog.read("lctl.import_states", {});
       expect(states).toMatchObject({ ok: false, exitCode: null, stdout: "", truncated: false });
       expect(states.error).toBe(`not run: no Lustre file system is mounted (no lustre line in ${path.join(node.procfs, "1", "mounts")})`);
@@ -140,19 +143,13 @@ describe("the catalog's answer for a Lustre command it did not run", () => {
       expect(executions.map((v) => [v.labels.result, v.value])).toEqual([["skipped", 1]]);
       const errors = (await metrics.sourceErrors.get()).values.filter((v) => v.labels.source === "lctl.import_states");
       expect(errors.map((v) => v.value)).toEqual([0]);
-    } finally {
-      await catalog.stop();
-    }
+    }, metrics);
     // Cannot tell (no mount table to read): the command runs, and lctl answers for itself.
     fs.rmSync(path.join(node.procfs, "1", "mounts"));
-    const c2 = await SourceCatalog.create({ procfs: node.procfs, sysfs: node.sysfs, env: node.env, logger: silentLogger });
-    try {
-      const states = await c2.read("lctl.import_states", {});
-      expect(states.error).toBe("exit status 1");
+    await withCatalog(node, async (c2) => {
+      expect((await c2.read("lctl.import_states", {})).error).toBe("exit status 1");
       expect(node.calls("import_states")).toHaveLength(1);
-    } finally {
-      await c2.stop();
-    }
+    });
   });
 });
 
