@@ -18,7 +18,7 @@ import { isMain } from "./lib/main.js";
 import { freePort, sleep } from "./lib/net.js";
 import { resolveNode24 } from "./lib/node24.js";
 import { repoRoot } from "./lib/paths.js";
-import { rssBytes, spawnerRssBytes } from "./lib/proc.js";
+import { cpuSample, rssBytes, spawnerRssBytes } from "./lib/proc.js";
 import { startServer } from "./lib/server.js";
 import { runH2load } from "./load/h2load.js";
 import { TARGETS, type ServerTarget, useFakeNode } from "./targets.js";
@@ -32,6 +32,8 @@ export interface RssRow {
   loadMiB: number[];
   load2MiB: number[];
   spawnerMiB: number[];
+  /** Gateway CPU per Probe over both loads (schedstat of its threads), µs: what a flag costs in CPU. */
+  cpuPerProbeUs: number[];
 }
 
 function median(xs: number[]): number {
@@ -91,7 +93,7 @@ async function main(): Promise<void> {
     for (const set of sets) {
       for (const rt of runtimes) {
         const key = `${rt.version}\0${set.name}`;
-        const row = rows.get(key) ?? { runtime: rt.version, flags: set.name, startMiB: [], loadMiB: [], load2MiB: [], spawnerMiB: [] };
+        const row = rows.get(key) ?? { runtime: rt.version, flags: set.name, startMiB: [], loadMiB: [], load2MiB: [], spawnerMiB: [], cpuPerProbeUs: [] };
         rows.set(key, row);
         const port = await freePort();
         const ctx = { root, socket: path.join(tmp, `rss-${r}.sock`), port, httpPort: port, node: rt.bin };
@@ -101,16 +103,19 @@ async function main(): Promise<void> {
           row.startMiB.push(rssBytes(s.pid) / MiB);
           row.spawnerMiB.push(spawnerRssBytes(s.pid) / MiB);
           const load = { url: `http://127.0.0.1:${port}${PROBE_PATH}`, clients: 8, streams: 4, requests: probes, headers: ["content-type: application/grpc", "te: trailers"], dataFile: body };
+          const c0 = cpuSample(s.pid);
           await runH2load(load);
           await sleep(300);
           row.loadMiB.push(rssBytes(s.pid) / MiB);
           await runH2load(load);
+          const c1 = cpuSample(s.pid);
           await sleep(300);
           row.load2MiB.push(rssBytes(s.pid) / MiB);
+          row.cpuPerProbeUs.push(((c1.sched - c0.sched) * 1e6) / (2 * probes));
         } finally {
           await s.stop();
         }
-        process.stderr.write(`[rss-flags] rep ${r + 1}/${reps} Node ${rt.version} ${set.name}: ${row.startMiB.at(-1)!.toFixed(1)} / ${row.loadMiB.at(-1)!.toFixed(1)} / ${row.load2MiB.at(-1)!.toFixed(1)} MiB\n`);
+        process.stderr.write(`[rss-flags] rep ${r + 1}/${reps} Node ${rt.version} ${set.name}: ${row.startMiB.at(-1)!.toFixed(1)} / ${row.loadMiB.at(-1)!.toFixed(1)} / ${row.load2MiB.at(-1)!.toFixed(1)} MiB, ${row.cpuPerProbeUs.at(-1)!.toFixed(1)} µs/Probe\n`);
       }
     }
   }
@@ -118,8 +123,8 @@ async function main(): Promise<void> {
   const out = [
     `RSS MiB, medians of ${reps} (gateway only; spawner beside it), after start / after ${probes / 1000}k / ${(2 * probes) / 1000}k Probes; ${new Date().toISOString()}, load average ${os.loadavg()[0]!.toFixed(1)}`,
     "",
-    "| flags | Node 20 start / N / 2N | Node 24 start / N / 2N | Node 24 ÷ Node 20 start / under load (max of N, 2N) |",
-    "|---|---|---|---|",
+    "| flags | Node 20 start / N / 2N | Node 24 start / N / 2N | Node 24 ÷ Node 20 start / under load (max of N, 2N) | CPU µs per Probe, Node 20 / Node 24 (c8 m4; noisy on a shared machine) |",
+    "|---|---|---|---|---|",
   ];
   for (const set of sets) {
     const a = rows.get(`${runtimes[0]!.version}\0${set.name}`)!;
