@@ -1,24 +1,29 @@
-// Section "nodecost" (issue #32): what one idle node pays per minute, side by
+// Section "nodecost" (issues #32, #43): what one node pays per minute, side by
 // side in one run: probegate between rounds (no client, no check due), probegate
-// at a 10 s check cadence with the commands it runs, the exec readiness script
-// run every 10 s with the same compiled fake tools, and the CSI livenessprobe
-// sidecar when a binary of it is at hand (PROBEGATE_BENCH_LIVENESSPROBE; no Go
-// toolchain here, so by default it is reported as not measured).
+// at a 10 s check cadence on three fake nodes (LNet alone; a Lustre client with
+// 1 and with 8 mounted volumes; lib/cost-nodes.ts) with the commands it runs,
+// the exec readiness script run every 10 s with the same compiled fake tools,
+// and the CSI livenessprobe sidecar when a binary of it is at hand
+// (PROBEGATE_BENCH_LIVENESSPROBE; no Go toolchain here, so by default it is
+// reported as not measured).
 //
 // Wake-ups are counted from the kernel, not sampled: every time a thread goes
 // to sleep and is woken again it is switched out and in once, so the growth of
 // voluntary_ctxt_switches + nonvoluntary_ctxt_switches in
 // /proc/<pid>/task/<tid>/status over a window is the number of times that
-// thread ran. CPU is the sum of the threads' on-CPU nanoseconds
-// (/proc/<pid>/task/*/schedstat) plus the waited-for children's user+sys
-// (/proc/<pid>/stat, clock ticks).
+// thread ran. CPU is probegate's whole process tree: the sum of the gateway's
+// threads' on-CPU nanoseconds (/proc/<pid>/task/*/schedstat) and its command
+// spawner's, plus the commands they started and reaped (cutime+cstime of both,
+// clock ticks). Which commands ran: the compiled fakes log every call to the
+// scenario's calls.log, counted over the same window.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import path from "node:path";
 import type { ExecResult } from "./load/exec-runner.js";
 import { sleep } from "./lib/net.js";
-import { clockTicks, spawnerCpu } from "./lib/proc.js";
+import { clockTicks, rssBytes, spawnerCpu, spawnerRssBytes } from "./lib/proc.js";
 import { type RunningServer, startServer } from "./lib/server.js";
-import type { ServerCtx, ServerTarget } from "./targets.js";
+import type { FakeNodeDirs, ServerCtx, ServerTarget } from "./targets.js";
 
 export interface ThreadCounts {
   /** on-CPU ns of every live thread, summed */
@@ -89,17 +94,33 @@ function windowCost(a: ThreadCounts, b: ThreadCounts, seconds: number): WindowCo
   };
 }
 
+/** The fake nodes a round is measured on (issue #43): LNet alone, and a Lustre client with mounted volumes. */
+export type CostNodeId = "lnet" | "lustre-1" | "lustre-8";
+export const COST_NODES: ReadonlyArray<{ id: CostNodeId; label: string; volumes: number }> = [
+  { id: "lnet", label: "LNet, nothing mounted", volumes: 0 },
+  { id: "lustre-1", label: "Lustre client, 1 volume", volumes: 1 },
+  { id: "lustre-8", label: "Lustre client, 8 volumes", volumes: 8 },
+];
+/** OSTs of the fake file system (issue #30's reference shape, 8 × 64). */
+export const COST_NODE_OSTS = 64;
+
 export interface NodeCostRun {
   runtime: string;
-  /** probegate with --check-interval 1h: no client, no check due */
+  /** Which fake node (COST_NODES); absent in results written before issue #43 (the LNet node). */
+  node?: CostNodeId;
+  /** probegate with --check-interval 1h: no client, no check due (measured on the LNet node) */
   idle?: WindowCost;
   /** probegate with --check-interval 10s */
   rounds?: WindowCost;
-  /** gateway CPU of one round: (rounds − idle) / rounds per minute, ms */
+  /** gateway + spawner CPU of one round: (rounds − idle of the same runtime) / rounds per minute, ms */
   roundGatewayMs?: number;
   /** CPU of the commands of one round, ms */
   roundCommandsMs?: number;
+  /** The commands probegate started in the rounds window, per minute, by fake-tool key (net_show_health, import_states, stat, …). */
+  commandsPerMin?: Record<string, number>;
   rssIdleMiB?: number;
+  /** VmRSS of the gateway and its spawner at the end of the rounds window, MiB. */
+  rssRoundsMiB?: number;
   errors: string[];
 }
 
@@ -119,6 +140,10 @@ export interface NodeCostOptions {
   log: (s: string) => void;
   /** Runs the exec script N times (exec-runner as a child), same tools as probegate's. */
   runExec: (iterations: number) => Promise<ExecResult>;
+  /** The fake node of each id (compiled fake tools, scenario, kubelet directory); calls.log in the scenario counts the commands. */
+  nodes: (id: CostNodeId) => Promise<FakeNodeDirs>;
+  /** Only these nodes (default all); the LNet node is always measured (idle and rounds). */
+  only?: readonly CostNodeId[];
 }
 
 const CADENCE_SEC = 10;
@@ -133,15 +158,40 @@ function withInterval(t: ServerTarget, interval: string): ServerTarget {
   };
 }
 
-async function measure(s: RunningServer, settleSec: number, windowSec: number): Promise<WindowCost> {
+async function measure(s: RunningServer, settleSec: number, windowSec: number, calls?: string): Promise<{ w: WindowCost; commands: Record<string, number> }> {
   // Start-up work (compilation, the first rounds, V8's memory reducer after
   // them) is not what a node pays between rounds: let it pass.
   await sleep(settleSec * 1000);
+  const before = calls ? callsByKey(calls) : {};
   const a = threadCounts(s.pid);
   await sleep(windowSec * 1000);
+  const b = threadCounts(s.pid);
   const why = s.gone();
   if (why) throw new Error(`server ${why}`);
-  return windowCost(a, threadCounts(s.pid), windowSec);
+  const after = calls ? callsByKey(calls) : {};
+  const commands: Record<string, number> = {};
+  for (const [k, v] of Object.entries(after)) if (v - (before[k] ?? 0) > 0) commands[k] = ((v - (before[k] ?? 0)) * 60) / windowSec;
+  return { w: windowCost(a, b, windowSec), commands };
+}
+
+/** Lines of the fake tools' calls.log by key (the first word); statfs probes are not logged (the fake `stat` is silent). */
+function callsByKey(file: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  let text = "";
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch {
+    return out;
+  }
+  for (const line of text.split("\n")) {
+    const k = line.split(" ", 1)[0];
+    if (k) out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+function rssMiB(pid: number): number {
+  return (rssBytes(pid) + spawnerRssBytes(pid)) / 1048576;
 }
 
 export async function measureNodeCost(o: NodeCostOptions): Promise<NodeCostResult> {
@@ -150,28 +200,40 @@ export async function measureNodeCost(o: NodeCostOptions): Promise<NodeCostResul
   const idleWindow = o.quick ? 30 : 60;
   const roundsWindow = o.quick ? 60 : 120;
   const out: NodeCostResult = { cadenceSec: CADENCE_SEC, runs: [] };
+  const nodes = COST_NODES.filter((n) => n.id === "lnet" || !o.only || o.only.includes(n.id));
   for (const rt of o.runtimes) {
-    const run: NodeCostRun = { runtime: rt.version, errors: [] };
-    out.runs.push(run);
-    for (const [kind, interval, windowSec] of [["idle", "1h", idleWindow], ["rounds", `${CADENCE_SEC}s`, roundsWindow]] as const) {
-      o.log(`nodecost: probegate on Node ${rt.version}, ${kind} (--check-interval ${interval}), ${settle} s settle + ${windowSec} s`);
-      let s: RunningServer | undefined;
-      try {
-        const ctx = await o.ctx(`nodecost-${kind}`, rt.bin);
-        s = await startServer(withInterval(o.target, interval), ctx);
-        const w = await measure(s, settle, windowSec);
-        run[kind] = w;
-        if (kind === "idle") run.rssIdleMiB = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${s.pid}/status`, "utf8"))?.[1]) / 1024;
-      } catch (e) {
-        run.errors.push(`${kind}: ${(e as Error).message}`);
-      } finally {
-        await s?.stop();
+    let idle: WindowCost | undefined;
+    for (const node of nodes) {
+      const run: NodeCostRun = { runtime: rt.version, node: node.id, errors: [] };
+      out.runs.push(run);
+      const dirs = await o.nodes(node.id);
+      const modes = node.id === "lnet" ? ([["idle", "1h", idleWindow], ["rounds", `${CADENCE_SEC}s`, roundsWindow]] as const) : ([["rounds", `${CADENCE_SEC}s`, roundsWindow]] as const);
+      for (const [kind, interval, windowSec] of modes) {
+        o.log(`nodecost: probegate on Node ${rt.version}, ${node.label}, ${kind} (--check-interval ${interval}), ${settle} s settle + ${windowSec} s`);
+        let s: RunningServer | undefined;
+        try {
+          const ctx = { ...(await o.ctx(`nodecost-${node.id}-${kind}`, rt.bin)), fakeNode: dirs };
+          s = await startServer(withInterval(o.target, interval), ctx);
+          const m = await measure(s, settle, windowSec, path.join(dirs.scenario, "calls.log"));
+          run[kind] = m.w;
+          if (kind === "idle") {
+            idle = m.w;
+            run.rssIdleMiB = rssMiB(s.pid);
+          } else {
+            run.commandsPerMin = m.commands;
+            run.rssRoundsMiB = rssMiB(s.pid);
+          }
+        } catch (e) {
+          run.errors.push(`${kind}: ${(e as Error).message}`);
+        } finally {
+          await s?.stop();
+        }
       }
-    }
-    if (run.idle && run.rounds) {
-      const perMin = 60 / CADENCE_SEC;
-      run.roundGatewayMs = (run.rounds.selfMsPerMin - run.idle.selfMsPerMin) / perMin;
-      run.roundCommandsMs = run.rounds.childrenMsPerMin / perMin;
+      if (idle && run.rounds) {
+        const perMin = 60 / CADENCE_SEC;
+        run.roundGatewayMs = (run.rounds.selfMsPerMin - idle.selfMsPerMin) / perMin;
+        run.roundCommandsMs = run.rounds.childrenMsPerMin / perMin;
+      }
     }
   }
   const n = o.quick ? 20 : 60;

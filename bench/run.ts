@@ -24,7 +24,8 @@ import type { BenchResult, ExecRow, H2Row, NewConnRow, ProfileResult, ServerResu
 import { PROBEGATE_NODE_FLAGS } from "./lib/launch.js";
 import { TARGETS, useFakeNode, withKubernetesReporting, KUBERNETES_BENCH_CONDITION, type ServerTarget } from "./targets.js";
 import { measureFootprint } from "./footprint.js";
-import { measureNodeCost } from "./node-cost.js";
+import { COST_NODES, type CostNodeId, measureNodeCost } from "./node-cost.js";
+import { costNode } from "./lib/cost-nodes.js";
 import { resolveNode24 } from "./lib/node24.js";
 import { currentPinning, enablePinning, pinned } from "./lib/pin.js";
 
@@ -40,6 +41,8 @@ interface Options {
   pin: boolean;
   /** --node24 PATH|auto|off: the second runtime probegate's memory is measured on */
   node24: string;
+  /** --nodecost-nodes: the fake nodes of the nodecost section (default every one; the LNet node always) */
+  nodecostNodes?: CostNodeId[];
 }
 
 function parseArgs(argv: string[]): Options {
@@ -55,6 +58,11 @@ function parseArgs(argv: string[]): Options {
     if (a === "--quick") o.quick = true;
     else if (a === "--pin") o.pin = true;
     else if (a === "--node24" || a.startsWith("--node24=")) o.node24 = val();
+    else if (a === "--nodecost-nodes" || a.startsWith("--nodecost-nodes=")) {
+      const ids = val().split(",");
+      for (const id of ids) if (!COST_NODES.some((n) => n.id === id)) throw new Error(`unknown nodecost node ${id} (${COST_NODES.map((n) => n.id).join(", ")})`);
+      o.nodecostNodes = ids as CostNodeId[];
+    }
     else if (a === "--only" || a.startsWith("--only=")) {
       only ??= [];
       for (const s of val().split(",")) {
@@ -64,7 +72,7 @@ function parseArgs(argv: string[]): Options {
     } else if (a === "--targets" || a.startsWith("--targets=")) o.targets = val().split(",");
     else if (a === "--help" || a === "-h") {
       process.stdout.write(
-        `usage: node dist/bench/run.js [--quick] [--pin] [--node24 PATH|auto|off] [--only ${[...ALL_SECTIONS, ...EXTRA_SECTIONS].join("|")}[,...]] [--targets ${TARGETS.map((t) => t.id).join(",")}]\n`,
+        `usage: node dist/bench/run.js [--quick] [--pin] [--node24 PATH|auto|off] [--nodecost-nodes lnet,lustre-1,lustre-8] [--only ${[...ALL_SECTIONS, ...EXTRA_SECTIONS].join("|")}[,...]] [--targets ${TARGETS.map((t) => t.id).join(",")}]\n`,
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
@@ -342,8 +350,11 @@ function buildCompiledFake(): string | { error: string } {
   fs.mkdirSync(bin, { recursive: true });
   const r = spawnSync("cc", ["-O2", "-o", path.join(bin, "lnetctl"), path.join(root, "bench/fixtures/fake-lnet.c")], { encoding: "utf8" });
   if (r.status !== 0) return { error: `cc failed: ${r.error?.message ?? r.stderr}` };
-  fs.copyFileSync(path.join(bin, "lnetctl"), path.join(bin, "lctl"));
-  fs.chmodSync(path.join(bin, "lctl"), 0o755);
+  // One binary, dispatched on its name (fake-lnet.c): the LNet and Lustre tools, and the statfs probe's `stat`.
+  for (const tool of ["lctl", "lfs", "mount.lustre", "stat"]) {
+    fs.copyFileSync(path.join(bin, "lnetctl"), path.join(bin, tool));
+    fs.chmodSync(path.join(bin, tool), 0o755);
+  }
   return bin;
 }
 
@@ -466,6 +477,8 @@ async function main(): Promise<number> {
           const port = await freePort();
           return { root, socket: path.join(tmpDir(), `${name}.sock`), port, httpPort: port, node };
         },
+        nodes: (id) => costNode(id, fake.bin),
+        ...(o.nodecostNodes ? { only: o.nodecostNodes } : {}),
         runExec: (iterations) =>
           runChild<ExecResult>(dist("load/exec-runner.js"), { script: path.join(root, "bench/peers/exec-readiness.sh"), fakeBin: fake.bin, scenario: fake.scenario, iterations } satisfies ExecParams),
       });

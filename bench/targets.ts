@@ -15,6 +15,15 @@ export interface ServerCtx {
   node?: string;
   /** probegate's --plugins-dir (default: the bundled plugins in dist/plugins). */
   pluginsDir?: string;
+  /** The fake node probegate checks (default: the one useFakeNode set). */
+  fakeNode?: FakeNodeDirs;
+}
+
+/** A fake node: the compiled fake tools' directory and the scenario (procfs, sysfs, tool outputs; a kubelet directory when it has volumes). */
+export interface FakeNodeDirs {
+  bin: string;
+  scenario: string;
+  kubeletDir?: string;
 }
 
 export interface ServerTarget {
@@ -41,17 +50,17 @@ const BENCH_ARGS = process.env.PROBEGATE_BENCH_ARGS?.trim() ? process.env.PROBEG
  * node's Node.js fakes cost ~0.5 s of CPU per call, which would bill the
  * benchmark for the fake rather than for probegate.
  */
-let fakeNode: { bin: string; scenario: string } | undefined;
-export function useFakeNode(node: { bin: string; scenario: string }): void {
+let fakeNode: FakeNodeDirs | undefined;
+export function useFakeNode(node: FakeNodeDirs): void {
   fakeNode = node;
 }
 
-function probegateNodeArgs(): { args: string[]; env?: Record<string, string> } {
+function probegateNodeArgs(node = fakeNode): { args: string[]; env?: Record<string, string> } {
   if (BENCH_ARGS) return { args: BENCH_ARGS };
-  if (!fakeNode) return { args: ["--demo", "healthy"] };
+  if (!node) return { args: ["--demo", "healthy"] };
   return {
-    args: [`--path.procfs=${fakeNode.scenario}/proc`, `--path.sysfs=${fakeNode.scenario}/sys`],
-    env: { PATH: `${fakeNode.bin}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: fakeNode.scenario },
+    args: [`--path.procfs=${node.scenario}/proc`, `--path.sysfs=${node.scenario}/sys`, ...(node.kubeletDir ? [`--kubelet-dir=${node.kubeletDir}`] : [])],
+    env: { PATH: `${node.bin}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: node.scenario },
   };
 }
 
@@ -64,7 +73,7 @@ export const TARGETS: ServerTarget[] = [
     http: { healthz: true, connectJson: true },
     readiness: "probe",
     command: (c) => {
-      const nodeArgs = probegateNodeArgs();
+      const nodeArgs = probegateNodeArgs(c.fakeNode);
       return {
         cmd: c.node ?? node,
         args: [

@@ -1,6 +1,7 @@
 // Plain-text (Markdown) tables of one run.
 import type { FootprintPoint, FootprintRun } from "../footprint.js";
 import type { BenchResult } from "./types.js";
+import { COST_NODES } from "../node-cost.js";
 
 export function mdTable(head: string[], rows: (string | number)[][]): string {
   const cells = [head, ...rows.map((r) => r.map(String))];
@@ -132,34 +133,63 @@ export function renderReport(r: BenchResult): string {
   return out.join("\n") + "\n";
 }
 
-/** Section nodecost (issue #32): what one idle node pays per minute, peers side by side. */
+/** Section nodecost (issues #32, #43): what one node pays per minute, peers side by side. */
 export function renderNodeCost(c: NonNullable<BenchResult["nodeCost"]>): string[] {
-  const out = ["", `## 0. Cost of one idle node per minute (checks every ${c.cadenceSec} s, no client; CPU ms per minute)`, ""];
+  const out = [
+    "",
+    `## 0. Cost of one node per minute (checks every ${c.cadenceSec} s, storage health on, no client; CPU ms per minute of the gateway, its command spawner and the commands they start)`,
+    "",
+  ];
   const rows: (string | number)[][] = [];
+  const script = c.exec?.msPerMin;
+  const vsScript = (total: number) => (script ? `${n(total / script, 2)}×` : "n/a");
   for (const r of c.runs) {
-    const label = `probegate (Node ${r.runtime.replace(/^v/, "")})`;
+    const label = `probegate (Node ${r.runtime.replace(/^v/, "")})${r.node ? `, ${nodeLabel(r.node)}` : ""}`;
     if (r.rounds) {
-      rows.push([
-        `${label}, checks every ${c.cadenceSec} s`, n(r.rounds.selfMsPerMin, 1), n(r.rounds.childrenMsPerMin, 1), n(r.rounds.selfMsPerMin + r.rounds.childrenMsPerMin, 1),
-        n(r.rounds.mainWakeupsPerSec, 1), n(r.rounds.allWakeupsPerSec, 1),
-      ]);
+      const total = r.rounds.selfMsPerMin + r.rounds.childrenMsPerMin;
+      rows.push([`${label}, checks every ${c.cadenceSec} s`, n(r.rounds.selfMsPerMin, 1), n(r.rounds.childrenMsPerMin, 1), n(total, 1), vsScript(total), n(r.rounds.mainWakeupsPerSec, 1), n(r.rounds.allWakeupsPerSec, 1)]);
     }
-    if (r.idle) rows.push([`${label}, between rounds (no check due)`, n(r.idle.selfMsPerMin, 1), n(r.idle.childrenMsPerMin, 1), n(r.idle.selfMsPerMin + r.idle.childrenMsPerMin, 1), n(r.idle.mainWakeupsPerSec, 1), n(r.idle.allWakeupsPerSec, 1)]);
+    if (r.idle) rows.push([`${label}, between rounds (no check due)`, n(r.idle.selfMsPerMin, 1), n(r.idle.childrenMsPerMin, 1), n(r.idle.selfMsPerMin + r.idle.childrenMsPerMin, 1), "–", n(r.idle.mainWakeupsPerSec, 1), n(r.idle.allWakeupsPerSec, 1)]);
   }
-  if (c.exec) rows.push([`exec readiness script every ${c.cadenceSec} s (${c.exec.runs} runs, ${c.exec.failures} failed)`, "–", n(c.exec.msPerMin, 1), n(c.exec.msPerMin, 1), "–", "–"]);
+  if (c.exec) rows.push([`exec readiness script every ${c.cadenceSec} s (${c.exec.runs} runs, ${c.exec.failures} failed)`, "–", n(c.exec.msPerMin, 1), n(c.exec.msPerMin, 1), "1.00×", "–", "–"]);
   const lp = c.livenessprobe;
   if (lp && "idle" in lp) {
-    rows.push([`CSI livenessprobe, probed every ${c.cadenceSec} s`, n(lp.probed.selfMsPerMin, 1), "0", n(lp.probed.selfMsPerMin, 1), n(lp.probed.mainWakeupsPerSec, 1), n(lp.probed.allWakeupsPerSec, 1)]);
-    rows.push(["CSI livenessprobe, idle", n(lp.idle.selfMsPerMin, 1), "0", n(lp.idle.selfMsPerMin, 1), n(lp.idle.mainWakeupsPerSec, 1), n(lp.idle.allWakeupsPerSec, 1)]);
-  } else rows.push(["CSI livenessprobe (Go)", "n/a", "n/a", "n/a", "n/a", "n/a"]);
-  out.push(mdTable(["what", "process CPU", "commands' CPU", "total", "main-thread wake-ups/s", "all threads' wake-ups/s"], rows));
-  const per = c.runs.filter((r) => r.roundGatewayMs !== undefined);
+    rows.push([`CSI livenessprobe, probed every ${c.cadenceSec} s`, n(lp.probed.selfMsPerMin, 1), "0", n(lp.probed.selfMsPerMin, 1), vsScript(lp.probed.selfMsPerMin), n(lp.probed.mainWakeupsPerSec, 1), n(lp.probed.allWakeupsPerSec, 1)]);
+    rows.push(["CSI livenessprobe, idle", n(lp.idle.selfMsPerMin, 1), "0", n(lp.idle.selfMsPerMin, 1), "–", n(lp.idle.mainWakeupsPerSec, 1), n(lp.idle.allWakeupsPerSec, 1)]);
+  } else rows.push(["CSI livenessprobe (Go)", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"]);
+  out.push(mdTable(["what", "gateway + spawner CPU", "commands' CPU", "total", "× exec script", "main-thread wake-ups/s", "all threads' wake-ups/s"], rows));
+  const per = c.runs.filter((r) => r.roundGatewayMs !== undefined || r.commandsPerMin);
   if (per.length) {
-    out.push("", mdTable(["runtime", "one round: gateway CPU ms", "one round: commands' CPU ms", "RSS between rounds MiB", "threads"], per.map((r) => [r.runtime, n(r.roundGatewayMs, 2), n(r.roundCommandsMs, 2), n(r.rssIdleMiB, 1), r.idle?.threads ?? "n/a"])));
+    out.push(
+      "",
+      mdTable(
+        ["runtime", "node", "one round: gateway + spawner CPU ms", "one round: commands' CPU ms", "RSS MiB (gateway + spawner, between rounds / in rounds)", "threads", "commands a minute"],
+        per.map((r) => [
+          r.runtime,
+          r.node ? nodeLabel(r.node) : "LNet",
+          n(r.roundGatewayMs, 2),
+          n(r.roundCommandsMs, 2),
+          `${n(r.rssIdleMiB, 1)} / ${n(r.rssRoundsMiB, 1)}`,
+          r.idle?.threads ?? r.rounds?.threads ?? "n/a",
+          commandsText(r.commandsPerMin),
+        ]),
+      ),
+    );
   }
   if (lp && "note" in lp) out.push("", `livenessprobe: ${lp.note}`);
-  for (const r of c.runs) for (const e of r.errors) out.push(`nodecost error (Node ${r.runtime}): ${e}`);
+  for (const r of c.runs) for (const e of r.errors) out.push(`nodecost error (Node ${r.runtime}${r.node ? `, ${r.node}` : ""}): ${e}`);
   return out;
+}
+
+function nodeLabel(id: string): string {
+  return COST_NODES.find((x) => x.id === id)?.label ?? id;
+}
+
+/** `net_show_health 6, list_nids 6, …` (per minute, by the fake tools' keys; statfs probes are not logged). */
+function commandsText(m: Record<string, number> | undefined): string {
+  if (!m) return "n/a";
+  const e = Object.entries(m).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  return e.length ? e.map(([k, v]) => `${k} ${n(v, 1)}`).join(", ") : "none";
 }
 
 /** Where one runtime's RSS goes (section footprint). */

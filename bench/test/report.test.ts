@@ -163,12 +163,40 @@ describe("node cost (issue #32)", () => {
 
   it("renders the per-node table first, with the script and the livenessprobe row", () => {
     const md = renderReport(withCost(2, 10, 34));
-    const i = md.indexOf("## 0. Cost of one idle node per minute");
+    const i = md.indexOf("## 0. Cost of one node per minute");
     expect(i).toBeGreaterThan(0);
     expect(i).toBeLessThan(md.indexOf("## 1."));
     expect(md).toContain("exec readiness script every 10 s (60 runs, 0 failed)");
     expect(md).toContain("CSI livenessprobe (Go)");
     expect(md).toContain("livenessprobe: not measured: no binary");
+  });
+});
+
+describe("node cost per fake node (issue #43)", () => {
+  const w = (selfMsPerMin: number, childrenMsPerMin: number) => ({ seconds: 120, mainWakeupsPerSec: 2, allWakeupsPerSec: 5, threads: 12, selfMsPerMin, childrenMsPerMin });
+  it("holds each node's round and per-minute cost to the limits against the one script row, and lists the commands a minute", () => {
+    const r = sample();
+    r.nodeCost = {
+      cadenceSec: 10,
+      runs: [
+        { runtime: "v20.20.2", node: "lnet", idle: w(10, 0), rounds: w(30, 20), roundGatewayMs: 20 / 6, roundCommandsMs: 20 / 6, commandsPerMin: { net_show_health: 6, list_nids: 6, ping: 6 }, errors: [] },
+        { runtime: "v20.20.2", node: "lustre-8", rounds: w(70, 40), roundGatewayMs: 10, roundCommandsMs: 40 / 6, commandsPerMin: { import_states: 2, net_show_health: 6 }, errors: [] },
+      ],
+      exec: { cpuPerRunMs: 25, msPerMin: 150, runs: 60, failures: 0 },
+      livenessprobe: { note: "not measured: no binary" },
+    };
+    r.targets = evaluateTargets(r);
+    const t = Object.fromEntries(r.targets.map((x) => [x.id, x]));
+    expect(t["node-cost-vs-exec-script"]).toMatchObject({ pass: true });
+    expect(t["node-cost-vs-exec-script"].measured).toContain("0.33×"); // (30 + 20) / 150
+    expect(t["round-cpu"].pass).toBe(true);
+    expect(t["node-cost-vs-exec-script-lustre-8"].measured).toContain("0.73×"); // (70 + 40) / 150
+    expect(t["node-cost-vs-exec-script-lustre-8"].pass).toBe(false);
+    expect(t["round-cpu-lustre-8"].pass).toBe(false);
+    const md = renderReport(r);
+    expect(md).toContain("Lustre client, 8 volumes");
+    expect(md).toContain("list_nids 6.0, net_show_health 6.0, ping 6.0");
+    expect(md).toContain("net_show_health 6.0, import_states 2.0");
   });
 });
 

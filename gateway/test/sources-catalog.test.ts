@@ -88,7 +88,8 @@ describe("built-in sources on the healthy demo node", () => {
     expect(show.fetchedAtMs).toBeGreaterThanOrEqual(before);
     const nids = await catalog.read("lctl.list_nids", {});
     expect(nids).toMatchObject({ ok: true, exitCode: 0, stdout: "10.0.0.10@tcp\n" });
-    expect(n.calls()).toEqual(["net_show lnetctl net show", "list_nids lctl list_nids"]);
+    // The plain `net show` is served from the one `net show -v 3` run (net-show-plain.ts).
+    expect(n.calls()).toEqual(["net_show_health lnetctl net show -v 3", "list_nids lctl list_nids"]);
   });
 
   it("pings the NID from the lnet.selfNid fact", async () => {
@@ -281,23 +282,23 @@ describe("caching", () => {
   it("runs again once the TTL has expired", async () => {
     const n = node({ base: "healthy" });
     const catalog = await catalogFor(n, { defaults: { commandTtlMs: 1500, fileTtlMs: 1500 } });
-    const first = await catalog.read("lnetctl.net_show", {});
-    expect(await catalog.read("lnetctl.net_show", {})).toBe(first);
-    expect(n.calls("net_show")).toHaveLength(1);
-    n.update({ netShow: { out: "net:\n" } });
+    const first = await catalog.read("lctl.list_nids", {});
+    expect(await catalog.read("lctl.list_nids", {})).toBe(first);
+    expect(n.calls("list_nids")).toHaveLength(1);
+    n.update({ listNids: { out: "0@lo\n" } });
     await sleep(1700);
-    const second = await catalog.read("lnetctl.net_show", {});
-    expect(n.calls("net_show")).toHaveLength(2);
-    expect(second.stdout).toBe("net:\n");
+    const second = await catalog.read("lctl.list_nids", {});
+    expect(n.calls("list_nids")).toHaveLength(2);
+    expect(second.stdout).toBe("0@lo\n");
     expect(second.fetchedAtMs).toBeGreaterThan(first.fetchedAtMs);
   });
 
   it("caches failures too, so a broken tool is not hammered", async () => {
-    const n = node({ netShow: { exit: 1 } });
+    const n = node({ listNids: { exit: 1 } });
     const catalog = await catalogFor(n);
-    await Promise.all([catalog.read("lnetctl.net_show", {}), catalog.read("lnetctl.net_show", {})]);
-    await catalog.read("lnetctl.net_show", {});
-    expect(n.calls("net_show")).toHaveLength(1);
+    await Promise.all([catalog.read("lctl.list_nids", {}), catalog.read("lctl.list_nids", {})]);
+    await catalog.read("lctl.list_nids", {});
+    expect(n.calls("list_nids")).toHaveLength(1);
   });
 });
 
@@ -323,14 +324,14 @@ describe("observability", () => {
     const n = node({ base: "healthy", ping: { delayMs: 10 ** 12 } });
     const metrics = new Metrics({ processMetrics: false });
     const catalog = await catalogFor(n, { metrics, defaults: { pingTimeoutMs: 200 } });
-    await Promise.all([catalog.read("lnetctl.net_show", {}), catalog.read("lnetctl.net_show", {})]);
+    await Promise.all([catalog.read("lctl.list_nids", {}), catalog.read("lctl.list_nids", {})]);
     await catalog.read("lnetctl.ping", { "lnet.selfNid": "10.0.0.10@tcp" });
     await catalog.read("proc.modules", {});
     const values = async (c: { get(): Promise<{ values: Array<{ labels: object; value: number }> }> }) =>
       (await c.get()).values.map((v) => ({ ...v.labels, value: v.value }));
     expect(await values(metrics.sourceExecutions)).toEqual(
       expect.arrayContaining([
-        { source: "lnetctl.net_show", result: "ok", value: 1 },
+        { source: "lctl.list_nids", result: "ok", value: 1 },
         { source: "lnetctl.ping", result: "timeout", value: 1 },
         { source: "proc.modules", result: "ok", value: 1 },
       ]),
@@ -340,10 +341,10 @@ describe("observability", () => {
     expect(await nonZero(metrics.sourceTimeouts)).toEqual([{ source: "lnetctl.ping", value: 1 }]);
     expect(await nonZero(metrics.sourceErrors)).toEqual([{ source: "lnetctl.ping", value: 1 }]);
     for (const c of [metrics.sourceTimeouts, metrics.sourceErrors]) {
-      expect((await values(c)).map((v) => (v as { source?: string }).source).sort()).toEqual(["lnetctl.net_show", "lnetctl.ping", "proc.modules"]);
+      expect((await values(c)).map((v) => (v as { source?: string }).source).sort()).toEqual(["lctl.list_nids", "lnetctl.ping", "proc.modules"]);
     }
     const duration = (await metrics.sourceDuration.get()).values.find(
-      (v) => v.metricName === "probegate_source_duration_seconds_count" && v.labels.source === "lnetctl.net_show",
+      (v) => v.metricName === "probegate_source_duration_seconds_count" && v.labels.source === "lctl.list_nids",
     );
     expect(duration?.value).toBe(1);
   });
@@ -357,11 +358,11 @@ describe("observability", () => {
       },
     });
     const logger = pino({ level: "debug" }, sink);
-    const n = node({ netShow: { out: "SECRET-LOOKING-OUTPUT\n" } });
-    await (await catalogFor(n, { logger })).read("lnetctl.net_show", {});
+    const n = node({ listNids: { out: "SECRET-LOOKING-OUTPUT\n" } });
+    await (await catalogFor(n, { logger })).read("lctl.list_nids", {});
     const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ level: 20, source: "lnetctl.net_show", result: "ok", exitCode: 0 });
+    expect(records[0]).toMatchObject({ level: 20, source: "lctl.list_nids", result: "ok", exitCode: 0 });
     expect(lines.join("")).not.toContain("SECRET-LOOKING-OUTPUT");
   });
 });

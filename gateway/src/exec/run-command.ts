@@ -9,7 +9,8 @@ import type { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner, KeepOutput, SpawnedRun } from "./spawner.js";
 import { startProcess } from "./start.js";
 
-export type Outcome = "ok" | "error" | "timeout" | "truncated";
+/** "skipped": not run, answered by the catalog (engine/sources/lustre-gate.ts). */
+export type Outcome = "ok" | "error" | "timeout" | "truncated" | "skipped";
 
 export interface CommandSpec {
   /** argv[0] is a bare name (looked up in env.PATH) or an absolute path. */

@@ -53,7 +53,7 @@ export class Metrics {
     labelNames: ["check", "result"] as const,
     registers: [this.registry],
   });
-  /** result: ok | error | timeout | truncated */
+  /** result: ok | error | timeout | truncated | skipped (not run: nothing Lustre to ask, sources/lustre-gate.ts) */
   readonly sourceExecutions = new Counter({
     name: "probegate_source_executions_total",
     help: "Source reads and command executions (cache misses only), by result.",

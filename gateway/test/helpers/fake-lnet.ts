@@ -99,6 +99,9 @@ function apply(dir: string, sysfs: string, procfs: string, spec: Omit<FakeLnetSp
     const cmd = spec[field];
     if (cmd) writeCommand(dir, key, cmd);
   }
+  // One node, one LNet state: a new `net show` is what `net show -v 3` prints too (from net_show's
+  // files), as on a real node, where the gateway serves the plain form from the verbose run.
+  if (spec.netShow) for (const s of SUFFIXES) rmSync(join(dir, `net_show_health.${s}`), { force: true });
   if (spec.modules !== undefined) writeFileSync(join(procfs, "modules"), spec.modules);
   for (const [iface, state] of Object.entries(spec.operstate ?? {})) {
     mkdirSync(join(sysfs, "class", "net", iface), { recursive: true });
@@ -140,7 +143,8 @@ export function fakeLnet(spec: FakeLnetSpec = {}): FakeLnet {
     },
     update: (next) => apply(dir, sysfs, procfs, next),
     clear(key) {
-      for (const suffix of SUFFIXES) rmSync(join(dir, `${key}.${suffix}`), { force: true });
+      // `net show` gone is every form of it gone (see apply).
+      for (const k of key === "net_show" ? [key, "net_show_health"] : [key]) for (const suffix of SUFFIXES) rmSync(join(dir, `${k}.${suffix}`), { force: true });
     },
     // A fake lnetctl the stopped gateway started may still be appending to
     // calls.log (Node 24's rmSync then throws ENOTEMPTY): retry, and never fail

@@ -17,6 +17,8 @@ import { SourcesFileWatcher } from "./sources-watch.js";
 import { modulesDepSource } from "./modules-dep.js";
 import { modprobeOptionsSource } from "./modprobe-options.js";
 import { statfsSource, StatfsProber } from "./statfs.js";
+import { gateLustreSources } from "./lustre-gate.js";
+import { shareNetShow } from "./net-show-plain.js";
 import {
   commandSource,
   fileSource,
@@ -331,7 +333,7 @@ export class SourceCatalog {
       }),
     };
     const now = opts.now ?? (() => performance.now());
-    const defs = await buildDefs(opts, d, ctx, now);
+    const defs = await buildDefs(opts, d, ctx, now, (name) => self!.read(name, {}));
     const log = opts.logger.child({ component: "sources" });
     self = new SourceCatalog(defs, opts, d, ctx, log, opts.metrics, now);
     return self;
@@ -381,7 +383,7 @@ export class SourceCatalog {
   async reload(sha256?: string): Promise<void> {
     let defs: ReadonlyMap<string, SourceDef>;
     try {
-      defs = await buildDefs(this.opts, this.defaults, this.ctx, this.now);
+      defs = await buildDefs(this.opts, this.defaults, this.ctx, this.now, (name) => this.read(name, {}));
     } catch (err) {
       if (!(err instanceof SourcesFileError)) {
         this.logger.error({ err: (err as Error).message }, "sources file reload failed unexpectedly");
@@ -516,7 +518,7 @@ export class SourceCatalog {
       // Adding 0 starts each source's series at its first run, so increase()
       // sees the first timeout or error and a dashboard shows the source at 0.
       m.sourceTimeouts.inc({ source: def.name }, produced.outcome === "timeout" ? 1 : 0);
-      m.sourceErrors.inc({ source: def.name }, produced.ok ? 0 : 1);
+      m.sourceErrors.inc({ source: def.name }, produced.ok || produced.outcome === "skipped" ? 0 : 1);
     }
     // Sizes only: outputs can be large and are the plugins' business.
     this.logger.debug(
@@ -545,8 +547,15 @@ async function readKey(keep: KeepWhile): Promise<string | undefined> {
   }
 }
 
-async function buildDefs(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): Promise<ReadonlyMap<string, SourceDef>> {
-  const defs = builtinSources(opts, d, ctx, now);
+async function buildDefs(
+  opts: SourceCatalogOptions,
+  d: SourceDefaults,
+  ctx: RunContext,
+  now: () => number,
+  read: (name: string) => Promise<SourceResult>,
+): Promise<ReadonlyMap<string, SourceDef>> {
+  // No command whose answer cannot matter: one `net show` run a round, no Lustre command without Lustre.
+  const defs = shareNetShow(gateLustreSources(builtinSources(opts, d, ctx, now), read), read);
   if (opts.sourcesFile !== undefined) {
     // Loaded on demand: most gateways have no --sources file and need no YAML parser.
     const { loadSourcesFile } = await import("./sources-file.js");
