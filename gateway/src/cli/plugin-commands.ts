@@ -102,13 +102,15 @@ the detached signature beside the lock (FILE.sig, base64 of a DER ECDSA or a
 raw Ed25519 signature, as cosign sign-blob --key writes it), for a gateway
 given --plugins-lock-key. exit status: 0 written, 1 a module refused, 2 error.
 `,
-  pack: `usage: probegate plugin pack DIR --output FILE [--gzip] [--sources FILE]
+  pack: `usage: probegate plugin pack DIR --output FILE [--compression stored|deflate] [--sources FILE]
 
 Writes an OCI image layout archive (oci-archive) of DIR's modules, configuration
 files and plugins.lock/plugins.lock.sig (when present) as one layer, files at
 its root, so an image volume of it is directly a plugin directory. Reproducible:
-the same files give the same digest (no timestamps, owners or names that vary;
-the layer is an uncompressed tar unless --gzip). Prints the image digest to pin.
+the same files give the same digest (no timestamps, owners or names that vary).
+The layer is gzip of stored blocks, the same bytes on any machine; --compression
+deflate makes it smaller, reproducible only with the same Node build and CPU.
+Prints the image index's digest: pin it.
 Modules the gateway would refuse are not packed (exit 1). Push it with, e.g.,
   skopeo copy --all oci-archive:FILE docker://REGISTRY/REPO:TAG
 and pin REGISTRY/REPO@DIGEST (docs/plugins.md, "Distributing plugins").
@@ -553,17 +555,19 @@ async function cmdLock(args: string[], io: PluginCommandIo): Promise<number> {
 }
 
 async function cmdPack(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { output: { type: "string", short: "o" }, gzip: { type: "boolean" }, sources: { type: "string" } });
+  const { values, positionals } = parse(args, { output: { type: "string", short: "o" }, compression: { type: "string" }, sources: { type: "string" } });
   if (values.help) {
     io.stdout.write(HELP.pack!);
     return EXIT.ok;
   }
   const dir = onePositional(positionals, "DIR");
   if (!values.output) throw new UsageError("missing --output FILE");
+  const { buildPack, COMPRESSIONS } = await import("./plugin-pack.js");
+  const compression = (values.compression ?? "stored") as (typeof COMPRESSIONS)[number];
+  if (!COMPRESSIONS.includes(compression)) throw new UsageError(`--compression must be one of ${COMPRESSIONS.join(", ")}, got ${JSON.stringify(values.compression)}`);
   const d = await distDir(dir, values.sources, io, "pack");
   if (!d.ok) return d.exit;
-  const { buildPack } = await import("./plugin-pack.js");
-  const pack = buildPack(d.dist, { gzip: values.gzip === true });
+  const pack = buildPack(d.dist, { compression });
   const { writeFile } = await import("node:fs/promises");
   await writeFile(resolve(io.cwd, values.output), pack.archive);
   io.stdout.write(`packed ${pack.files.join(", ")}\nplugins ${pack.annotations["io.probegate.plugins"]}\nwrote ${values.output}\ndigest ${pack.digest}\n`);

@@ -4,7 +4,7 @@
 // Files are read once and the same bytes are hashed, judged and written.
 
 import { lstat, readdir, readFile, realpath } from "node:fs/promises";
-import { join, relative, isAbsolute } from "node:path";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { inspectPlugin } from "../runtime/inspect.js";
 import { CONFIG_SUFFIXES } from "../runtime/plugin-dir.js";
 import { LOCK_FILE, sha256Of, type PluginLock } from "../runtime/plugin-lock.js";
@@ -56,7 +56,7 @@ export async function readDistDir(dir: string, isKnownSource: (name: string) => 
     if (st.isSymbolicLink()) {
       const target = await realpath(path);
       const rel = relative(root, target);
-      if (rel.startsWith("..") || isAbsolute(rel)) throw new DistError(`${name} is a link to ${target}, outside ${dir}`);
+      if (rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) throw new DistError(`${name} is a link to ${target}, outside ${dir}`);
     } else if (!st.isFile()) continue;
     const bytes = new Uint8Array(await readFile(path));
     const f = { file: name, bytes, sha256: sha256Of(bytes) };

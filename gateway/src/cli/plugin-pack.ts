@@ -9,9 +9,12 @@
 //   layer: wasm runs on either, and a runtime pulling for a node checks the
 //   platform of what it pulls; the index digest is the one to pin;
 // - nothing that varies between runs: no timestamps (mtime 0, no "created"),
-//   no owners, files by name; an uncompressed layer by default, so the digest
-//   does not depend on the zlib inside the Node that packed it (--gzip trades
-//   that for size: the same on one Node build, fixed header, no name, mtime 0).
+//   no owners, files by name, JSON keys in the order Go writes them;
+// - the layer is gzip (a pusher would otherwise compress it, and the pushed
+//   digest would not be the one printed here) made of stored deflate blocks by
+//   default: its bytes depend on nothing but the files, where zlib's output
+//   depends on the zlib build and even the CPU it runs on. --compression
+//   deflate trades that for size (fixed header: no name, mtime 0).
 
 import { createHash } from "node:crypto";
 import { gzipSync, constants as zc } from "node:zlib";
@@ -60,7 +63,9 @@ export function packAnnotations(d: DistDir): Record<string, string> {
     sha256: m.sha256,
   }));
   const lock = d.lockFiles.find((f) => f.file === "plugins.lock");
-  return {
+  // Keys sorted, as Go's encoding/json writes a map: a tool that re-serializes
+  // the index on copy (skopeo without --preserve-digests) writes the same bytes.
+  return sortedKeys({
     "org.opencontainers.image.title": "probegate plugins",
     "org.opencontainers.image.description": `probegate check plugins: ${plugins.map((p) => `${p.name}@${p.version}`).join(", ")}`,
     "io.probegate.plugins": plugins.map((p) => `${p.name}@${p.version}`).join(","),
@@ -68,13 +73,18 @@ export function packAnnotations(d: DistDir): Record<string, string> {
     "io.probegate.plugins.sources": [...new Set(plugins.flatMap((p) => p.sources))].sort().join(","),
     "io.probegate.plugins.detail": JSON.stringify(plugins),
     ...(lock ? { "io.probegate.plugins.lock": `sha256:${lock.sha256}` } : {}),
-  };
+  });
 }
 
-export function buildPack(d: DistDir, opts: { gzip?: boolean } = {}): Pack {
+const sortedKeys = (o: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
+
+export const COMPRESSIONS = ["stored", "deflate"] as const;
+export type Compression = (typeof COMPRESSIONS)[number];
+
+export function buildPack(d: DistDir, opts: { compression?: Compression } = {}): Pack {
   const files = [...d.modules, ...d.configs, ...d.lockFiles].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
   const tar = writeTar(files.map((f) => ({ name: f.file, bytes: f.bytes })));
-  const layer = opts.gzip ? fixedGzip(tar) : tar;
+  const layer = opts.compression === "deflate" ? deflatedGzip(tar) : storedGzip(tar);
   const annotations = packAnnotations(d);
   const blobs = new Map<string, Uint8Array>();
   const put = (bytes: Uint8Array, mediaType: string, extra: Partial<Descriptor> = {}): Descriptor => {
@@ -82,7 +92,7 @@ export function buildPack(d: DistDir, opts: { gzip?: boolean } = {}): Pack {
     blobs.set(digest, bytes);
     return { mediaType, digest, size: bytes.length, ...extra };
   };
-  const layerDesc = put(layer, opts.gzip ? MEDIA.layerGzip : MEDIA.layer);
+  const layerDesc = put(layer, MEDIA.layerGzip);
   const manifests = PACK_PLATFORMS.map((architecture) => {
     const config = put(
       json({ architecture, os: "linux", config: { Labels: annotations }, rootfs: { type: "layers", diff_ids: [digestOf(tar)] } }),
@@ -102,12 +112,44 @@ export function buildPack(d: DistDir, opts: { gzip?: boolean } = {}): Pack {
   return { archive: writeTar(layout), digest: index.digest, annotations, files: files.map((f) => f.file) };
 }
 
-/**
- * gzip with a fixed header: no file name, mtime 0 (Node writes both so), and
- * the OS byte set to "unknown" rather than the packing machine's.
- */
-function fixedGzip(bytes: Uint8Array): Uint8Array {
+// gzip header (RFC 1952): deflate, no flags, mtime 0, no extra flags, OS "unknown".
+const GZIP_HEADER = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+
+function deflatedGzip(bytes: Uint8Array): Uint8Array {
   const gz = gzipSync(bytes, { level: zc.Z_BEST_COMPRESSION });
+  // Node writes no name and mtime 0; the OS byte would name the packing machine's.
   gz[9] = 0xff;
   return gz;
+}
+
+/** gzip of stored (uncompressed) deflate blocks (RFC 1951 3.2.4): the same bytes everywhere. */
+function storedGzip(bytes: Uint8Array): Uint8Array {
+  const MAX = 0xffff;
+  const blocks = Math.max(1, Math.ceil(bytes.length / MAX));
+  const out = Buffer.alloc(GZIP_HEADER.length + bytes.length + blocks * 5 + 8);
+  out.set(GZIP_HEADER, 0);
+  let o = GZIP_HEADER.length;
+  for (let b = 0; b < blocks; b++) {
+    const chunk = bytes.subarray(b * MAX, Math.min(bytes.length, (b + 1) * MAX));
+    out[o] = b === blocks - 1 ? 1 : 0;
+    out.writeUInt16LE(chunk.length, o + 1);
+    out.writeUInt16LE(~chunk.length & 0xffff, o + 3);
+    out.set(chunk, o + 5);
+    o += 5 + chunk.length;
+  }
+  out.writeUInt32LE(crc32(bytes), o);
+  out.writeUInt32LE(bytes.length >>> 0, o + 4);
+  return out;
+}
+
+const CRC_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function crc32(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
 }
