@@ -184,6 +184,15 @@ describe("a gateway with --plugins-lock", () => {
     expect(r.text).not.toContain("lock-c");
     expect(await probeReady(gw)).toBe(true);
 
+    // A lock listing a file twice, or too large to be one: the same, with the reason.
+    const twice = formatLock(lockOf([["a.wasm", "lock-a", bin.a2!], ["b.wasm", "lock-b", bin.b!]])).replace('"b.wasm"', '"a.wasm"');
+    fs.writeFileSync(lock, twice);
+    r = await untilReadyz(gw, (x) => x.text.includes("a.wasm is listed twice"), "duplicate listing refused");
+    expect(r.text).toContain("[!]a.wasm refused: LockInvalid");
+    fs.writeFileSync(lock, Buffer.alloc(LOCK_MAX_BYTES + 1, 0x20));
+    r = await untilReadyz(gw, (x) => x.text.includes(`plugins.lock is ${LOCK_MAX_BYTES + 1} bytes; the cap is ${LOCK_MAX_BYTES} bytes`), "huge lock refused");
+    expect(r.text).toContain("[+]lock-a ok");
+
     // No lock at all: the same, with the reason.
     fs.unlinkSync(lock);
     r = await untilReadyz(gw, (x) => x.text.includes("plugins.lock does not exist"), "lock removed");

@@ -307,6 +307,8 @@ export function helpText(version: string): string {
     "  probegate plugin new NAME [--dir DIR] [--lang LANG]        create a standalone check plugin project (assemblyscript|rust|c)",
     "  probegate plugin test PLUGIN.wasm --fixtures PATH...       run a plugin's fixture files (or --source NAME=FILE ...)",
     "  probegate plugin inspect PLUGIN.wasm                       show a plugin and whether it would load",
+    "  probegate plugin lock DIR [--sign KEY.pem]                 write DIR/plugins.lock (sha256 of each module and configuration; --plugins-lock)",
+    "  probegate plugin pack DIR --output FILE                    write DIR as a reproducible OCI image archive (oci-archive) to push and mount",
     "",
     "Flags take --name=value or --name value; switches take no value.",
   ];

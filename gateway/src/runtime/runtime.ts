@@ -418,7 +418,8 @@ export class PluginRuntime {
     for (const r of refusals) {
       if (!prevRefusals.has(refusalId(r))) {
         const kept = keptBy.get(r as PluginRefusal);
-        const what = r.reason === "ConfigInvalid" ? "plugin configuration refused" : kept ? "plugin refused; the last good module stays in force" : "plugin refused";
+        const config = r.reason === "ConfigInvalid" || !r.file.endsWith(".wasm");
+        const what = config ? "plugin configuration refused" : kept ? "plugin refused; the last good module stays in force" : "plugin refused";
         this.opts.logger?.warn(
           { file: r.file, dir: r.dir, reason: r.reason, sha256: r.sha256, detail: r.message, ...(kept ? { plugin: kept.manifest.name, keptSha256: kept.sha256 } : {}) },
           what,
