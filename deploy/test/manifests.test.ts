@@ -130,10 +130,10 @@ describe("every overlay and component renders from a clean checkout", () => {
     });
   }
 
-  it("plugins-image mounts an image volume read-only as the last --plugins-dir", () => {
+  it("plugins-image mounts an image volume, pinned by digest, read-only as the last --plugins-dir", () => {
     const t = nodeTemplate(renderWithComponents(["plugins-image"]));
     const vol = t.spec.volumes.find((v: any) => v.image);
-    expect(vol.image.reference).toMatch(/probegate-plugins:/);
+    expect(vol.image).toEqual({ reference: expect.stringMatching(/\/probegate-plugins@sha256:[0-9a-f]{64}$/), pullPolicy: "IfNotPresent" });
     const c = t.spec.containers.find(isProbegate);
     const mount = c.volumeMounts.find((m: any) => m.name === vol.name);
     expect(mount.readOnly).toBe(true);
@@ -142,6 +142,44 @@ describe("every overlay and component renders from a clean checkout", () => {
     const dockerfile = readFileSync(path.join(DEPLOY, "Dockerfile.plugins"), "utf8");
     expect(dockerfile).toMatch(/^FROM scratch$/m);
   });
+
+  // Every gateway-mode component (the generator's table), on its worked example.
+  const GATEWAY_COMPONENTS = readdirSync(path.join(KUSTOMIZE_DIR, "components")).filter((c) => c.endsWith("-gateway")).sort();
+  it("plugins-image covers every gateway-mode component: one per worked example", () => {
+    expect(GATEWAY_COMPONENTS).toEqual(["azurelustre-gateway", "exascaler-gateway", "fsx-gateway", "gke-lustre-gateway", "hpe-lustre-gateway"]);
+  });
+  for (const component of GATEWAY_COMPONENTS) {
+    const example = component.replace(/-gateway$/, "");
+    it(`plugins-image on ${component} (examples/${example}): the probegate container of each node DaemonSet mounts the pack by digest after the bundled plugins and the ConfigMap`, () => {
+      const plain = renderDeploy(`examples/${example}`).docs.filter((d) => d.kind === "DaemonSet");
+      const docs = renderEdited(`examples/${example}`, (copy) => {
+        const k = path.join(copy, `examples/${example}/kustomization.yaml`);
+        const text = readFileSync(k, "utf8");
+        const line = `  - ../../kustomize/components/${component}\n`;
+        expect(text).toContain(line);
+        writeFileSync(k, text.replace(line, `${line}  - ../../kustomize/components/plugins-image\n`));
+      }).docs;
+      const sets = docs.filter((d) => d.kind === "DaemonSet");
+      expect(sets.map((d) => d.metadata.name)).toEqual(plain.map((d) => d.metadata.name));
+      expect(sets.length).toBeGreaterThan(0);
+      for (const ds of sets) {
+        const t = ds.spec.template;
+        const before = plain.find((d) => d.metadata.name === ds.metadata.name)!.spec.template;
+        const vols = t.spec.volumes.filter((v: any) => v.image);
+        expect(vols, ds.metadata.name).toEqual([
+          { name: "probegate-plugins-image", image: { reference: expect.stringMatching(/@sha256:[0-9a-f]{64}$/), pullPolicy: "IfNotPresent" } },
+        ]);
+        const c = t.spec.containers.find(isProbegate);
+        expect(c.volumeMounts.find((m: any) => m.name === "probegate-plugins-image"), ds.metadata.name).toEqual({ name: "probegate-plugins-image", mountPath: "/etc/probegate/plugins-image", readOnly: true });
+        const dirs = c.args.filter((a: string) => a.startsWith("--plugins-dir=")).map((a: string) => a.slice("--plugins-dir=".length));
+        expect(dirs, ds.metadata.name).toEqual(["/etc/probegate/plugins", "/etc/probegate/plugins.d", "/etc/probegate/plugins-image"]);
+        // Nothing else moved: no other container gained the volume or an argument.
+        for (const other of t.spec.containers.filter((x: any) => !isProbegate(x))) {
+          expect(other, `${ds.metadata.name}/${other.name}`).toEqual(before.spec.containers.find((x: any) => x.name === other.name));
+        }
+      }
+    });
+  }
 
   it("plugins-in-place keeps the ConfigMap's name fixed (the opt-in for in-place hot reload)", () => {
     const docs = renderWithComponents(["plugins-in-place"]).docs;
@@ -176,12 +214,14 @@ describe("plugin changes roll out through the DaemonSet", () => {
     expect(JSON.stringify(after)).not.toBe(JSON.stringify(before));
   });
 
-  it("a new plugin image reference changes the pod template", () => {
+  it("a new plugin image digest changes the pod template (the DaemonSet rolls it out)", () => {
     const before = nodeTemplate(renderWithComponents(["plugins-image"]));
     const after = nodeTemplate(
       renderWithComponents(["plugins-image"], (copy) => {
         const k = path.join(copy, "kustomize/components/plugins-image/kustomization.yaml");
-        writeFileSync(k, readFileSync(k, "utf8").replace("probegate-plugins:0.1.0", "probegate-plugins:0.2.0"));
+        const text = readFileSync(k, "utf8");
+        expect(text).toContain("@sha256:0000");
+        writeFileSync(k, text.replaceAll(/@sha256:0{64}/g, `@sha256:${"1".repeat(64)}`));
       }),
     );
     expect(JSON.stringify(after)).not.toBe(JSON.stringify(before));

@@ -110,6 +110,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     quarantineBackoffMaxMs: cfg.quarantineBackoffMaxMs,
     logger: logger.child({ component: "plugins" }),
     ...pluginMetricHooks(metrics),
+    ...(cfg.pluginsLock ? { lock: { ...cfg.pluginsLock, governs: lockGoverns } } : {}),
   });
   const engine = new ReadinessEngine({
     mode: cfg.mode,
@@ -160,6 +161,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
     },
     describe: {
       pluginsDirs,
+      ...(cfg.pluginsLock ? { pluginsLock: cfg.pluginsLock.file, pluginsLockKey: cfg.pluginsLock.key?.type ?? "none" } : {}),
       demo: host.demo ?? "off",
       ...(cfg.execInProcess ? { execInProcess: cfg.execInProcess } : {}),
       ...(cfg.requireChecks.length ? { requireChecks: cfg.requireChecks } : {}),
@@ -170,6 +172,16 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       plugins: engine.plugins().map((p) => `${p.name}@${p.version}`),
     },
   };
+}
+
+/**
+ * The image's bundled directory ships inside the gateway's own image, pinned
+ * with it, and is as trusted as the gateway's code: --plugins-lock governs
+ * every other directory (docs/plugins.md, "Distributing plugins").
+ */
+function lockGoverns(dir: string): boolean {
+  const d = path.resolve(dir);
+  return d !== path.resolve(BUNDLED_PLUGINS_DIR) && d !== IMAGE_PLUGINS_DIR;
 }
 
 /**

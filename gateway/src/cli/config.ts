@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import path from "node:path";
 import type { LevelWithSilent } from "pino";
@@ -7,6 +8,7 @@ import { DEFAULT_HTTP_ENDPOINT, flagSpec, FlagValues, parseArgsOptions } from ".
 import { UsageError } from "./flag-types.js";
 import { GATE_NAMES, type GateName } from "../upstream/methods.js";
 import type { Mode } from "../runtime/types.js";
+import { LockKeyError, lockPublicKey, type LockPublicKey } from "../runtime/plugin-lock.js";
 import { parseTaint, qualifiedNameProblem, type KubeReportingSpec, type TaintMode } from "../kube/spec.js";
 
 export { UsageError };
@@ -32,6 +34,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** --plugins-dir, in order; empty means the bundled plugins. */
   pluginsDirs: string[];
+  /** --plugins-lock and --plugins-lock-key (read and checked here: a wrong key is a usage error, not a refusal at every scan). */
+  pluginsLock?: { file: string; key?: LockPublicKey };
   checkIntervalMs: number;
   /** --health-interval: storage and volume health checks' cadence. */
   healthIntervalMs: number;
@@ -88,6 +92,29 @@ function edgeLimits(flags: FlagValues): EdgeLimits {
     throw new UsageError(`--max-watches: ${limits.maxWatches} is more than --max-inflight ${limits.maxInflight} (Watch streams count as calls in progress)`);
   }
   return limits;
+}
+
+function pluginsLock(flags: FlagValues): Config["pluginsLock"] {
+  const file = flags.optional("plugins-lock");
+  const keyFile = flags.optional("plugins-lock-key");
+  if (file === undefined) {
+    if (keyFile !== undefined) throw new UsageError("--plugins-lock-key: needs --plugins-lock (the key verifies the lock's signature)");
+    return undefined;
+  }
+  if (file === "") throw new UsageError("--plugins-lock: must not be empty");
+  if (keyFile === undefined) return { file: path.resolve(file) };
+  let pem: Buffer;
+  try {
+    pem = readFileSync(keyFile);
+  } catch (e) {
+    throw new UsageError(`--plugins-lock-key: cannot read ${keyFile}: ${(e as Error).message}`);
+  }
+  try {
+    return { file: path.resolve(file), key: lockPublicKey(pem) };
+  } catch (e) {
+    if (e instanceof LockKeyError) throw new UsageError(`--plugins-lock-key: ${keyFile}: ${e.message}`);
+    throw e;
+  }
 }
 
 function pluginsDirs(dirs: string[]): string[] {
@@ -208,6 +235,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     limits: edgeLimits(flags),
     shutdownTimeoutMs: flags.get("shutdown-timeout"),
     pluginsDirs: pluginsDirs(flags.list("plugins-dir")),
+    pluginsLock: pluginsLock(flags),
     checkIntervalMs: flags.get("check-interval"),
     healthIntervalMs: flags.get("health-interval"),
     pluginTimeoutMs: flags.get("plugin-timeout"),

@@ -26,6 +26,8 @@ commands:
                                 create a standalone plugin project in DIR/NAME (default DIR: .)
   test PLUGIN.wasm [options]    run a plugin once against saved source outputs
   inspect PLUGIN.wasm [--json]  show manifest, imports, exports, and whether the gateway accepts it
+  lock DIR [--sign KEY]         write DIR/plugins.lock (sha256 of each module and configuration file)
+  pack DIR --output FILE        write DIR as an OCI image layout archive (oci-archive) to push and mount
 
 Run "probegate plugin <command> --help" for a command's options.
 `;
@@ -88,6 +90,32 @@ configuration the plugin would get (default: NAME.yaml or NAME.json beside the
 gateway's --sources YAML too. exit status: 0 accepted, 1 refused (plugin or
 configuration), 2 error.
 `,
+  lock: `usage: probegate plugin lock DIR [--sign KEY.pem] [--output FILE] [--sources FILE]
+
+Writes DIR/plugins.lock (or FILE): each .wasm module's file name, plugin name,
+ABI and sha256, and each configuration file's (NAME.yaml, NAME.yml, NAME.json)
+sha256. A gateway given --plugins-lock loads only what it lists. Every module
+is first judged as the gateway would (a module it would refuse is not locked:
+exit 1, nothing written); --sources FILE makes an operator's source names known.
+--sign KEY.pem: an unencrypted PEM private key, ECDSA P-256 or Ed25519; writes
+the detached signature beside the lock (FILE.sig, base64 of a DER ECDSA or a
+raw Ed25519 signature, as cosign sign-blob --key writes it), for a gateway
+given --plugins-lock-key. exit status: 0 written, 1 a module refused, 2 error.
+`,
+  pack: `usage: probegate plugin pack DIR --output FILE [--compression stored|deflate] [--sources FILE]
+
+Writes an OCI image layout archive (oci-archive) of DIR's modules, configuration
+files and plugins.lock/plugins.lock.sig (when present) as one layer, files at
+its root, so an image volume of it is directly a plugin directory. Reproducible:
+the same files give the same digest (no timestamps, owners or names that vary).
+The layer is gzip of stored blocks, the same bytes on any machine; --compression
+deflate makes it smaller, reproducible only with the same Node build and CPU.
+Prints the image index's digest: pin it.
+Modules the gateway would refuse are not packed (exit 1). Push it with, e.g.,
+  skopeo copy --all oci-archive:FILE docker://REGISTRY/REPO:TAG
+and pin REGISTRY/REPO@DIGEST (docs/plugins.md, "Distributing plugins").
+exit status: 0 written, 1 a module refused, 2 error.
+`,
 };
 
 class UsageError extends Error {}
@@ -102,6 +130,10 @@ export async function runPluginCommand(argv: string[], io: PluginCommandIo): Pro
         return await cmdTest(rest, io);
       case "inspect":
         return await cmdInspect(rest, io);
+      case "lock":
+        return await cmdLock(rest, io);
+      case "pack":
+        return await cmdPack(rest, io);
       case undefined:
       case "help":
       case "--help":
@@ -109,7 +141,7 @@ export async function runPluginCommand(argv: string[], io: PluginCommandIo): Pro
         io.stdout.write(USAGE);
         return command === undefined ? EXIT.error : EXIT.ok;
       default:
-        throw new UsageError(`unknown plugin command ${JSON.stringify(command)} (new, test, inspect)`);
+        throw new UsageError(`unknown plugin command ${JSON.stringify(command)} (new, test, inspect, lock, pack)`);
     }
   } catch (err) {
     if (err instanceof UsageError) {
@@ -474,4 +506,70 @@ function formatInspect(i: InspectResult, config: ResolvedConfig | null): string 
   lines.push(`imports:  ${i.imports.map((x) => `${x.module}.${x.name} (${x.kind})`).join(", ") || "(none)"}`);
   lines.push(`exports:  ${i.exports.map((x) => `${x.name} (${x.kind})`).join(", ") || "(none)"}`);
   return `${lines.join("\n")}\n`;
+}
+
+/** The directory's files, judged; null when a module is refused or the directory is unusable (reported). */
+async function distDir(dir: string, sources: string | undefined, io: PluginCommandIo, command: string) {
+  const catalog = await catalogWith(sources, io);
+  const { readDistDir, DistError } = await import("./plugin-dist.js");
+  try {
+    return { ok: true as const, dist: await readDistDir(resolve(io.cwd, dir), (n) => catalog.has(n) || isHostComposedSource(n)) };
+  } catch (err) {
+    if (!(err instanceof DistError)) throw err;
+    io.stderr.write(`probegate plugin ${command}: ${err.message}\n`);
+    return { ok: false as const, exit: err.message.startsWith("the gateway would refuse") ? EXIT.fail : EXIT.error };
+  }
+}
+
+async function cmdLock(args: string[], io: PluginCommandIo): Promise<number> {
+  const { values, positionals } = parse(args, { sign: { type: "string" }, output: { type: "string" }, sources: { type: "string" } });
+  if (values.help) {
+    io.stdout.write(HELP.lock!);
+    return EXIT.ok;
+  }
+  const dir = onePositional(positionals, "DIR");
+  const { LockKeyError, LOCK_FILE, formatLock, lockPrivateKey, signLock } = await import("../runtime/plugin-lock.js");
+  let key: ReturnType<typeof lockPrivateKey> | undefined;
+  if (values.sign !== undefined) {
+    try {
+      key = lockPrivateKey(await readFile(resolve(io.cwd, values.sign)));
+    } catch (err) {
+      if (err instanceof LockKeyError || (err as NodeJS.ErrnoException).code) throw new UsageError(`--sign ${values.sign}: ${(err as Error).message}`);
+      throw err;
+    }
+  }
+  const d = await distDir(dir, values.sources, io, "lock");
+  if (!d.ok) return d.exit;
+  const { lockOf } = await import("./plugin-dist.js");
+  const text = formatLock(lockOf(d.dist));
+  const out = resolve(io.cwd, values.output ?? join(dir, LOCK_FILE));
+  const { writeFile, rm } = await import("node:fs/promises");
+  await writeFile(out, text);
+  if (key) await writeFile(`${out}.sig`, signLock(Buffer.from(text), key));
+  // An old signature beside a new lock would only ever be refused.
+  else await rm(`${out}.sig`, { force: true });
+  for (const m of d.dist.modules) io.stdout.write(`locked ${m.file} ${m.manifest.name} abi ${m.manifest.abi} sha256 ${m.sha256}\n`);
+  for (const c of d.dist.configs) io.stdout.write(`locked ${c.file} sha256 ${c.sha256}\n`);
+  io.stdout.write(`wrote ${out}${key ? ` and ${out}.sig (${key.type})` : ""}\n`);
+  return EXIT.ok;
+}
+
+async function cmdPack(args: string[], io: PluginCommandIo): Promise<number> {
+  const { values, positionals } = parse(args, { output: { type: "string", short: "o" }, compression: { type: "string" }, sources: { type: "string" } });
+  if (values.help) {
+    io.stdout.write(HELP.pack!);
+    return EXIT.ok;
+  }
+  const dir = onePositional(positionals, "DIR");
+  if (!values.output) throw new UsageError("missing --output FILE");
+  const { buildPack, COMPRESSIONS } = await import("./plugin-pack.js");
+  const compression = (values.compression ?? "stored") as (typeof COMPRESSIONS)[number];
+  if (!COMPRESSIONS.includes(compression)) throw new UsageError(`--compression must be one of ${COMPRESSIONS.join(", ")}, got ${JSON.stringify(values.compression)}`);
+  const d = await distDir(dir, values.sources, io, "pack");
+  if (!d.ok) return d.exit;
+  const pack = buildPack(d.dist, { compression });
+  const { writeFile } = await import("node:fs/promises");
+  await writeFile(resolve(io.cwd, values.output), pack.archive);
+  io.stdout.write(`packed ${pack.files.join(", ")}\nplugins ${pack.annotations["io.probegate.plugins"]}\nwrote ${values.output}\ndigest ${pack.digest}\n`);
+  return EXIT.ok;
 }

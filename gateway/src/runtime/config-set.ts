@@ -9,7 +9,7 @@ import type { Logger } from "../observability/logger.js";
 import { refusal } from "./loader.js";
 import type { ConfigFile } from "./plugin-dir.js";
 import { configDefaults, isBlankConfig, type ConfigValue } from "./schema.js";
-import { DEFAULTS, type LoadedPlugin, type PluginRefusal } from "./types.js";
+import { DEFAULTS, type LoadedPlugin, type PluginRefusal, type RefusalReason } from "./types.js";
 
 /** A plugin's configuration as the runtime applies it. */
 export interface PluginConfigState {
@@ -53,10 +53,10 @@ export async function reconcileConfigs(
   }
   const names = new Set(plugins.map((p) => p.manifest.name));
   const refusals: PluginRefusal[] = [];
-  const mkRefusal = (f: ConfigFile & { dir: string }, message: string): PluginRefusal => {
-    const prev = [...previous.values()].find((c) => c.refusal && c.refusal.file === f.name && c.refusal.sha256 === f.sha256 && c.refusal.message === message)?.refusal;
+  const mkRefusal = (f: ConfigFile & { dir: string }, message: string, reason: RefusalReason = "ConfigInvalid"): PluginRefusal => {
+    const prev = [...previous.values()].find((c) => c.refusal && c.refusal.file === f.name && c.refusal.sha256 === f.sha256 && c.refusal.reason === reason && c.refusal.message === message)?.refusal;
     if (prev) return prev;
-    const r = refusal(f.name, "ConfigInvalid", message, f.sha256);
+    const r = refusal(f.name, reason, message, f.sha256);
     if (multi) r.dir = f.dir;
     return r;
   };
@@ -74,14 +74,21 @@ export async function reconcileConfigs(
     const list = byStem.get(name) ?? [];
     const lastDir = list.length > 0 ? list[list.length - 1]!.dir : undefined;
     const candidates = list.filter((f) => f.dir === lastDir);
-    const id = `${candidates.map((f) => `${f.path}\0${f.sha256}`).join("\0")}\0${p.sha256}`;
+    // A lock's verdict is part of what was judged: a lock that stops allowing the same bytes refuses them.
+    const id = `${candidates.map((f) => `${f.path}\0${f.sha256}\0${f.refused ? `${f.refused.reason}\0${f.refused.message}` : ""}`).join("\0")}\0${p.sha256}`;
     if (prev && prev.id === id) {
       configs.set(name, prev);
       if (prev.refusal) refusals.push(prev.refusal);
       continue;
     }
-    let result: { ok: true; value: ConfigValue; file?: string; sha256?: string } | { ok: false; message: string; file: ConfigFile & { dir: string } };
-    if (candidates.length === 0) {
+    let result:
+      | { ok: true; value: ConfigValue; file?: string; sha256?: string }
+      | { ok: false; message: string; file: ConfigFile & { dir: string }; reason?: RefusalReason };
+    const lockRefused = candidates.find((f) => f.refused);
+    if (lockRefused?.refused) {
+      // Not allowed by --plugins-lock: refused unread, and the last good configuration stays.
+      result = { ok: false, message: lockRefused.refused.message, file: lockRefused, reason: lockRefused.refused.reason as RefusalReason };
+    } else if (candidates.length === 0) {
       result = { ok: true, value: p.manifest.config ? configDefaults(p.manifest.config) : {} };
     } else if (candidates.length > 1) {
       result = { ok: false, message: `${candidates.map((f) => f.path).join(" and ")} both configure ${name}; keep one`, file: candidates[0]! };
@@ -109,7 +116,7 @@ export async function reconcileConfigs(
     } else {
       // Last good configuration of the same plugin, if there was one.
       const good = prev?.state.usable ? prev.state : undefined;
-      const r = mkRefusal(result.file, result.message);
+      const r = mkRefusal(result.file, result.message, result.reason);
       entry = {
         id,
         state: good

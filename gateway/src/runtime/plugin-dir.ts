@@ -22,6 +22,8 @@ export interface ConfigFile {
   /** null when over the size cap. */
   text: string | null;
   size: number;
+  /** Set when --plugins-lock does not allow this content (lock-gate.ts): the file is refused unread. */
+  refused?: { reason: string; message: string };
 }
 
 export type ScanResult =

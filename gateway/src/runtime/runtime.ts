@@ -1,9 +1,10 @@
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { Logger } from "../observability/logger.js";
 import { callCheck, type CheckOutcome } from "./check-call.js";
 import { reconcileConfigs, type ConfigEntry, type PluginConfigState } from "./config-set.js";
 import { loadPlugin, refusal, type LoadResult } from "./loader.js";
 import { DirWatcher } from "../support/dir-watcher.js";
+import { LockGate, lockVerdict, type LockOptions, type LockState } from "./lock-gate.js";
 import { scanPluginDir, type ConfigFile } from "./plugin-dir.js";
 import type { ConfigValue } from "./schema.js";
 import { Sandbox } from "./sandbox.js";
@@ -45,6 +46,8 @@ export interface RuntimeOptions {
   onQuarantined?: (p: LoadedPlugin, message: string) => void;
   /** A quarantined plugin was run again (after its backoff). */
   onQuarantineRetry?: (p: LoadedPlugin) => void;
+  /** --plugins-lock: only modules and configuration files it lists, by sha256, load from the directories it governs. */
+  lock?: LockOptions;
 }
 
 interface FileEntry {
@@ -64,6 +67,8 @@ interface FileEntry {
   /** For a manifest() timeout, which a starved node can cause: consecutive timeouts and when to try again. */
   timeouts?: number;
   retryAt?: number;
+  /** Set when the lock refused this content: re-judged at every scan, never reused once the lock allows it. */
+  lockRefused?: string;
 }
 
 const TIMEOUT_RETRY_BASE_MS = 2_000;
@@ -95,9 +100,11 @@ export class PluginRuntime {
   private readonly dirMissingLogged = new Set<string>();
   private sourcesChanged = false;
   private stopped = false;
+  private readonly lock: LockGate | undefined;
 
   constructor(private readonly opts: RuntimeOptions) {
     this.dirs = opts.dirs?.length ? [...opts.dirs] : opts.dir ? [opts.dir] : [];
+    this.lock = opts.lock ? new LockGate(opts.lock) : undefined;
     this.sandbox = new Sandbox({ timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, memoryMiB: opts.memoryMiB, logger: opts.logger });
     this.quarantine = new Quarantine({
       after: opts.quarantineAfter,
@@ -126,6 +133,13 @@ export class PluginRuntime {
         pollMs: this.opts.pollMs,
         logger: this.opts.logger,
       });
+      this.watchers.push(w);
+      await w.start();
+    }
+    // A changed lock is picked up like a changed module: its directory is watched too.
+    const lockDir = this.lock ? dirname(resolve(this.lock.opts.file)) : undefined;
+    if (lockDir !== undefined && !this.dirs.some((d) => resolve(d) === lockDir)) {
+      const w = new DirWatcher(lockDir, () => void this.rescan(), { debounceMs: this.opts.debounceMs, pollMs: this.opts.pollMs, logger: this.opts.logger });
       this.watchers.push(w);
       await w.start();
     }
@@ -210,6 +224,8 @@ export class PluginRuntime {
     const stale = (e: FileEntry): boolean =>
       sourcesChanged &&
       (e.result.ok ? e.result.plugin.manifest.sources.some((s) => !this.opts.isKnownSource(s)) : e.result.refusal.reason === "UnknownSource");
+    // Read once per scan: every file of this scan is judged against the same lock.
+    const lock = this.lock ? await this.lock.read() : undefined;
     for (const dir of this.dirs) {
       const scan = await scanPluginDir(dir, maxFileBytes, DEFAULTS.maxConfigBytes);
       if (!scan.exists) {
@@ -220,12 +236,22 @@ export class PluginRuntime {
         continue;
       }
       this.dirMissingLogged.delete(dir);
-      for (const c of scan.configs) configFiles.push({ ...c, dir });
+      const locked = lock !== undefined && this.lock!.opts.governs(dir) ? lock : undefined;
+      for (const c of scan.configs) {
+        const verdict = locked ? lockVerdict(locked, "config", c.name, c.sha256) : null;
+        configFiles.push(verdict ? { ...c, dir, refused: verdict } : { ...c, dir });
+      }
       for (const f of scan.files) {
         const id = join(dir, f.name);
         const prev = this.entries.get(id);
         const now = Date.now();
-        if (prev && reusable(prev, f.sha256, now) && !stale(prev)) {
+        const verdict = locked ? lockVerdict(locked, "module", f.name, f.sha256) : null;
+        if (verdict) {
+          // Refused before a byte of it is compiled or run.
+          next.set(id, this.lockRefusal(dir, f.name, f.sha256, verdict, prev, multi));
+          continue;
+        }
+        if (prev && !prev.lockRefused && reusable(prev, f.sha256, now) && !stale(prev)) {
           next.set(id, prev);
           continue;
         }
@@ -291,6 +317,18 @@ export class PluginRuntime {
       }
     }
     await this.swap(next, configFiles);
+  }
+
+  /** A lock refusal of this content; the same refusal as last scan is kept as it was (timestamp, log once). */
+  private lockRefusal(dir: string, name: string, sha256: string, verdict: { reason: string; message: string }, prev: FileEntry | undefined, multi: boolean): FileEntry {
+    const key = `${verdict.reason}\0${verdict.message}`;
+    if (prev && prev.lockRefused === key && prev.sha256 === sha256) return prev;
+    const r = refusal(name, verdict.reason as PluginRefusal["reason"], verdict.message, sha256);
+    if (multi) r.dir = dir;
+    const entry: FileEntry = { dir, name, sha256, result: { ok: false, refusal: r }, lockRefused: key };
+    const good = lastGood(prev);
+    if (good) keepLastGood(entry, good);
+    return entry;
   }
 
   private async swap(next: Map<string, FileEntry>, configFiles: ReadonlyArray<ConfigFile & { dir: string }>): Promise<void> {
@@ -380,7 +418,8 @@ export class PluginRuntime {
     for (const r of refusals) {
       if (!prevRefusals.has(refusalId(r))) {
         const kept = keptBy.get(r as PluginRefusal);
-        const what = r.reason === "ConfigInvalid" ? "plugin configuration refused" : kept ? "plugin refused; the last good module stays in force" : "plugin refused";
+        const config = r.reason === "ConfigInvalid" || !r.file.endsWith(".wasm");
+        const what = config ? "plugin configuration refused" : kept ? "plugin refused; the last good module stays in force" : "plugin refused";
         this.opts.logger?.warn(
           { file: r.file, dir: r.dir, reason: r.reason, sha256: r.sha256, detail: r.message, ...(kept ? { plugin: kept.manifest.name, keptSha256: kept.sha256 } : {}) },
           what,
@@ -407,6 +446,6 @@ function keepLastGood(entry: FileEntry, good: LoadedPlugin): void {
 }
 
 function refusalId(r: PluginRefusal): string {
-  const detail = r.reason === "Unreadable" || r.reason === "ConfigInvalid" ? r.message : "";
+  const detail = r.reason === "Unreadable" || r.reason === "ConfigInvalid" || r.reason === "LockInvalid" || r.reason === "LockUnverified" ? r.message : "";
   return `${r.dir ?? ""}\0${r.file}\0${r.reason}\0${r.sha256 ?? ""}\0${detail}`;
 }

@@ -38,7 +38,13 @@ export type RefusalReason =
   | "PluginTrap"
   | "PluginMemoryLimit"
   | "Unreadable"
-  | "ConfigInvalid";
+  | "ConfigInvalid"
+  // --plugins-lock (lock-gate.ts): the file is not listed, its bytes are not the listed ones,
+  // the lock cannot be read or parsed, or its signature does not verify.
+  | "NotInLock"
+  | "DigestMismatch"
+  | "LockInvalid"
+  | "LockUnverified";
 
 /** Why a single call into a loaded plugin produced no verdict. */
 export type FaultReason =
