@@ -9,12 +9,11 @@
 //   one-per-key.ts keeps at most one per key (statfs probes per path).
 // A command is one call: room.run({ argv: ["lnetctl", "ping", nid], ... }).
 
-import type { Logger } from "../observability/logger.js";
 import { resolveProgram } from "./path-lookup.js";
 import { CommandPlace, type CommandPlaceOptions } from "./place.js";
 import type { RepeatedOutput } from "./repeated-output.js";
 import { commandResult, CommandTracker, failure, runCommand, type CommandResult } from "./run-command.js";
-import { CommandSpawner } from "./spawner.js";
+import { CommandSpawner, type CommandSpawnerOptions } from "./spawner.js";
 import { startProcess } from "./start.js";
 
 export interface ProcessRoomOptions extends CommandPlaceOptions {
@@ -28,7 +27,8 @@ export interface ProcessRoomOptions extends CommandPlaceOptions {
   commandSpawner?: boolean | string;
   /** A spawner already running, instead of commandSpawner (tests, the bench). */
   spawner?: CommandSpawner;
-  logger?: Logger;
+  /** The spawner's logger (its starts, deaths and fallback). */
+  spawnerLogger?: CommandSpawnerOptions["logger"];
 }
 
 export interface RoomCommand {
@@ -62,7 +62,7 @@ export class ProcessRoom {
     } else if (opts.commandSpawner) {
       this.spawner = new CommandSpawner({
         ...(typeof opts.commandSpawner === "string" ? { path: opts.commandSpawner } : {}),
-        ...(opts.logger ? { logger: opts.logger.child({ component: "spawner" }) } : {}),
+        ...(opts.spawnerLogger ? { logger: opts.spawnerLogger } : {}),
       });
       this.spawner.warm();
     }
