@@ -101,8 +101,8 @@ export interface SourceCatalogOptions {
   env?: NodeJS.ProcessEnv;
   defaults?: Partial<SourceDefaults>;
   /**
-   * Start the commands through a resident spawner (spawner.ts) instead of a
-   * fork of this process each: true finds the built binary, a string names it.
+   * Start the commands through a resident spawner (exec/spawner.ts) instead of
+   * a fork of this process each: true finds the built binary, a string names it.
    * The spawner is started at once, so create the catalog early. Default off.
    */
   commandSpawner?: boolean | string;
