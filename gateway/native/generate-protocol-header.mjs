@@ -4,9 +4,9 @@
 // The header is checked in so the spawner compiles before (or without) the
 // TypeScript build; `--check` exits 1 when it is stale, and
 // gateway/test/spawner-protocol.test.ts compares it too.
-import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeOrCheck } from "../generated-file.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "..", "..");
@@ -14,17 +14,4 @@ const target = path.join(here, "spawner-protocol.h");
 const { spawnerProtocolHeader } = await import(path.join(root, "dist/gateway/src/exec/spawner-protocol.js"));
 const text = spawnerProtocolHeader();
 
-if (process.argv.includes("--check")) {
-  let current = "";
-  try {
-    current = readFileSync(target, "utf8");
-  } catch {
-    // missing counts as stale
-  }
-  if (current !== text) {
-    process.stderr.write(`${path.relative(process.cwd(), target)} is stale: run npm run native:header\n`);
-    process.exit(1);
-  }
-} else {
-  writeFileSync(target, text);
-}
+writeOrCheck(target, text, "npm run native:header");

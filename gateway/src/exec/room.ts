@@ -7,15 +7,19 @@
 // - start(): a long-lived child with no deadline of its own, kept until it
 //   ends however long that takes; the caller bounds its wait, and
 //   one-per-key.ts keeps at most one per key (statfs probes per path).
-// A command is one call: room.run({ argv: ["lnetctl", "ping", nid], ... }).
+// - perKey(): start() with at most one child per key ever, however long one
+//   hangs (a ping per NID, an unmount step per path), with an optional kill
+//   deadline that ends the group but holds the key until the child is gone.
+// A command is one call: room.run({ argv: ["lnetctl", "net", "show"], ... }),
+// or pings.run(nid, { argv: ["lnetctl", "ping", "--timeout", "5", nid], waitMs, killAfterMs, ... }).
 
-import type { Logger } from "../observability/logger.js";
 import { resolveProgram } from "./path-lookup.js";
 import { CommandPlace, type CommandPlaceOptions } from "./place.js";
 import type { RepeatedOutput } from "./repeated-output.js";
 import { commandResult, CommandTracker, failure, runCommand, type CommandResult } from "./run-command.js";
-import { CommandSpawner } from "./spawner.js";
+import { CommandSpawner, type CommandSpawnerOptions } from "./spawner.js";
 import { startProcess } from "./start.js";
+import { OnePerKey, type KeyedAnswer, type KeyedRun, type OnePerKeyOptions } from "./one-per-key.js";
 
 export interface ProcessRoomOptions extends CommandPlaceOptions {
   /** Environment of the commands; PATH lookup uses env.PATH. */
@@ -28,7 +32,8 @@ export interface ProcessRoomOptions extends CommandPlaceOptions {
   commandSpawner?: boolean | string;
   /** A spawner already running, instead of commandSpawner (tests, the bench). */
   spawner?: CommandSpawner;
-  logger?: Logger;
+  /** The spawner's logger (its starts, deaths and fallback). */
+  spawnerLogger?: CommandSpawnerOptions["logger"];
 }
 
 export interface RoomCommand {
@@ -62,7 +67,7 @@ export class ProcessRoom {
     } else if (opts.commandSpawner) {
       this.spawner = new CommandSpawner({
         ...(typeof opts.commandSpawner === "string" ? { path: opts.commandSpawner } : {}),
-        ...(opts.logger ? { logger: opts.logger.child({ component: "spawner" }) } : {}),
+        ...(opts.spawnerLogger ? { logger: opts.spawnerLogger } : {}),
       });
       this.spawner.warm();
     }
@@ -116,5 +121,53 @@ export class ProcessRoom {
   async stop(): Promise<void> {
     await this.running.stop();
     this.spawner?.stop();
+  }
+
+  /** Commands kept to one per key (one-per-key.ts), started in this room. */
+  perKey(opts: OnePerKeyOptions): KeyedCommands {
+    return new KeyedCommands(this, opts);
+  }
+}
+
+/** At most one child per key, each started by room.start(); see one-per-key.ts. */
+export class KeyedCommands {
+  private readonly runs: OnePerKey<CommandResult>;
+
+  constructor(
+    private readonly room: Pick<ProcessRoom, "start">,
+    opts: OnePerKeyOptions,
+  ) {
+    this.runs = new OnePerKey<CommandResult>(opts);
+  }
+
+  /** Children outstanding, hung ones included. */
+  count(): number {
+    return this.runs.count();
+  }
+
+  /**
+   * `key`'s command: its result if it ends within `waitMs` of its start, else
+   * "hung" (it is kept and not started again until it ends). `killAfterMs`:
+   * its group is killed then, and the key stays held until it is gone (a
+   * process in the kernel dies only when its call returns). Never rejects.
+   */
+  run(key: string, cmd: RoomCommand & { waitMs: number; killAfterMs?: number }): Promise<KeyedAnswer<CommandResult>> {
+    return this.runs.run(key, cmd.waitMs, () => {
+      const run: KeyedRun<CommandResult> = { kill: undefined, done: Promise.resolve(failure("EIO")) };
+      run.done = this.room.start(cmd).then(async (child) => {
+        if (!child.ok) return failure(child.error);
+        run.kill = child.kill;
+        const timer = cmd.killAfterMs === undefined ? undefined : setTimeout(child.kill, cmd.killAfterMs);
+        const result = await child.result;
+        clearTimeout(timer);
+        return result;
+      });
+      return run;
+    });
+  }
+
+  /** Kills every child; waits up to `graceMs` for them. Nothing starts after. */
+  stop(graceMs?: number): Promise<void> {
+    return this.runs.stop(graceMs);
   }
 }

@@ -103,8 +103,8 @@ export interface SourceCatalogOptions {
   env?: NodeJS.ProcessEnv;
   defaults?: Partial<SourceDefaults>;
   /**
-   * Start the commands through a resident spawner (spawner.ts) instead of a
-   * fork of this process each: true finds the built binary, a string names it.
+   * Start the commands through a resident spawner (exec/spawner.ts) instead of
+   * a fork of this process each: true finds the built binary, a string names it.
    * The spawner is started at once, so create the catalog early. Default off.
    */
   commandSpawner?: boolean | string;
@@ -186,6 +186,13 @@ interface BuiltinContext {
   cmd: { timeoutMs: number; ttlMs: number; maxOutputBytes: number };
 }
 
+/** `lctl get_param {osc,mdc,mgc}.*.PARAM`: one of the Lustre listings, capped at LUSTRE_IMPORTS_MAX_BYTES. */
+function lustreListing(name: string, { ctx, cmd, d }: BuiltinContext, param: "import" | "state"): SourceDef {
+  const argv = ["lctl", "get_param", ...["osc", "mdc", "mgc"].map((dev) => `${dev}.*.${param}`)];
+  const maxOutputBytes = Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES);
+  return commandSource({ name, argv, label: `lctl get_param *.${param}`, ...cmd, maxOutputBytes }, ctx.room);
+}
+
 /**
  * The built-in sources, each named once: the key is the source's name, the
  * value makes its definition (undefined: not offered by this catalog).
@@ -228,28 +235,8 @@ const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => Sour
   // Lustre client state (plugins/ABI.md, "Source catalog"): run exactly like
   // lnetctl (prefix or namespace, argv only, deadline, cap, single-flight
   // cache); globs are lctl's own, never a shell's.
-  "lctl.imports": (name, { ctx, cmd, d }) =>
-    commandSource(
-      {
-        name,
-        argv: ["lctl", "get_param", "osc.*.import", "mdc.*.import", "mgc.*.import"],
-        label: "lctl get_param *.import",
-        ...cmd,
-        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
-      },
-      ctx.room,
-    ),
-  "lctl.import_states": (name, { ctx, cmd, d }) =>
-    commandSource(
-      {
-        name,
-        argv: ["lctl", "get_param", "osc.*.state", "mdc.*.state", "mgc.*.state"],
-        label: "lctl get_param *.state",
-        ...cmd,
-        maxOutputBytes: Math.max(d.maxOutputBytes, LUSTRE_IMPORTS_MAX_BYTES),
-      },
-      ctx.room,
-    ),
+  "lctl.imports": (name, b) => lustreListing(name, b, "import"),
+  "lctl.import_states": (name, b) => lustreListing(name, b, "state"),
   // Re-run only when the Lustre mounts change (a fork costs more than the key's file read).
   "lfs.getname": (name, { opts, d, ctx, now, cmd }) => {
     // The Lustre mounts of the namespace proc.mounts reads (its mountinfo): what
@@ -315,7 +302,7 @@ export class SourceCatalog {
       ...(opts.commandPrefix ? { commandPrefix: opts.commandPrefix } : {}),
       ...(opts.execInProcess ? { execInProcess: opts.execInProcess } : {}),
       ...(opts.commandSpawner ? { commandSpawner: opts.commandSpawner } : {}),
-      logger: opts.logger,
+      spawnerLogger: opts.logger.child({ component: "spawner" }),
     });
     let self: SourceCatalog | undefined;
     const ctx: RunContext = {
