@@ -8,6 +8,7 @@ import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runProbegate, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { compileAs } from "./hostile/build.js";
+import { waitFor } from "./hostile/harness.js";
 
 const running: GatewayProcess[] = [];
 afterEach(async () => {
@@ -40,14 +41,8 @@ async function calls(gw: GatewayProcess, check: string): Promise<number> {
   return Number(line?.split(" ").pop() ?? 0);
 }
 
-async function until(pred: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const start = Date.now();
-  while (Date.now() - start < timeoutMs) {
-    if (await pred()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** Waits for `pred`, 30 s at most (rounds are slow on a loaded machine). */
+const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what, 30_000);
 
 describe("a cadence per kind of check", () => {
   it("runs storage checks every --health-interval while readiness checks run every --check-interval; a readiness change evaluates storage at once", async () => {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SourceCatalog } from "../../gateway/src/engine/sources/index";
-import { PluginUnderTest } from "../../gateway/src/plugin-test/plugin-under-test";
+import { PluginUnderTest } from "../../gateway/src/cli/plugin-test/plugin-under-test";
 // @ts-expect-error: a plain .mjs build script, no types
 import { buildProject, findClang, findRustc } from "../native-build.mjs";
 import { ROOT, loadSdkProbe } from "./harness";
