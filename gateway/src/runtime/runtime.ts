@@ -4,7 +4,7 @@ import { callCheck, type CheckOutcome } from "./check-call.js";
 import { reconcileConfigs, type ConfigEntry, type PluginConfigState } from "./config-set.js";
 import { loadPlugin, refusal, type LoadResult } from "./loader.js";
 import { DirWatcher } from "../support/dir-watcher.js";
-import { LockGate, lockVerdict, type LockOptions, type LockState } from "./lock-gate.js";
+import { LockGate, lockVerdict, type LockOptions } from "./lock-gate.js";
 import { scanPluginDir, type ConfigFile } from "./plugin-dir.js";
 import type { ConfigValue } from "./schema.js";
 import { Sandbox } from "./sandbox.js";
