@@ -7,9 +7,8 @@
 // same, and it stays byte for byte equal while only traffic counters move
 // (send_count, health stats), so the readiness checks that read it are not
 // called again for a counter (stable-memo.ts). Whatever the filter cannot
-// vouch for (a verbose run that exited with a failure or was cut, a layout it
-// does not know) makes the plain command run as before; a verbose run that
-// did not answer at all (timeout, not found) is the plain source's answer too.
+// vouch for (a failed or cut verbose run, a layout it does not know) makes
+// the plain command run as before.
 
 import type { Produced, SourceDef } from "./definitions.js";
 
@@ -76,11 +75,7 @@ export function plainFromVerbose(plain: SourceDef, readVerbose: () => Promise<Om
   let lastOut = "";
   const fromVerbose = async (): Promise<Produced | undefined> => {
     const v = await readVerbose();
-    if (!v) return undefined;
-    // lnetctl did not answer at all (hung past the timeout, not found): the plain form would not either,
-    // and waiting a second timeout in the same round would only delay the verdict. Its failure is this one.
-    if (!v.ok && v.exitCode === null && !v.truncated) return { ...v, outcome: v.error?.startsWith("ETIMEDOUT") ? "timeout" : "error" };
-    if (!v.ok || v.truncated) return undefined;
+    if (!v || !v.ok || v.truncated) return undefined;
     if (v.stdout !== lastIn) {
       const p = plainNetShow(v.stdout);
       if (p === undefined) return undefined;
