@@ -118,7 +118,8 @@ process.exit(r.status ?? 1);
     expect(first.error).toBeNull();
     expect(first.stdout).toContain("net type: lo");
     const calls = () => readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l) as string[]);
-    expect(calls().at(-1)).toEqual([`--mount=${procfs}/100/ns/mnt`, "--", "lnetctl", "net", "show"]);
+    // The plain source is served from the one `net show -v 3` run (net-show-plain.ts).
+    expect(calls().at(-1)).toEqual([`--mount=${procfs}/100/ns/mnt`, "--", "lnetctl", "net", "show", "-v", "3"]);
 
     // The driver container restarts: the old process is gone, a new one has a new PID.
     rmSync(join(procfs, "100"), { recursive: true });
@@ -126,7 +127,7 @@ process.exit(r.status ?? 1);
     await sleep(5);
     const second = await catalog.read("lnetctl.net_show", {});
     expect(second.ok).toBe(true);
-    expect(calls().at(-1)).toEqual([`--mount=${procfs}/230/ns/mnt`, "--", "lnetctl", "net", "show"]);
+    expect(calls().at(-1)).toEqual([`--mount=${procfs}/230/ns/mnt`, "--", "lnetctl", "net", "show", "-v", "3"]);
 
     // A PID reused by another program is not mistaken for the driver.
     rmSync(join(procfs, "230"), { recursive: true });
@@ -226,7 +227,7 @@ driver.on("spawn", () => fs.writeFileSync(${JSON.stringify(ready)}, String(drive
     });
     const r = await catalog.read("lnetctl.net_show", {});
     expect(r.error).toBeNull();
-    expect(r.stdout).toBe("inside the driver namespace: net show\n");
+    expect(r.stdout).toBe("inside the driver namespace: net show -v 3\n");
 
     // The same through the command spawner (nsenter is what it starts), when it is built.
     if (defaultSpawnerPath() === undefined) return;
@@ -242,7 +243,7 @@ driver.on("spawn", () => fs.writeFileSync(${JSON.stringify(ready)}, String(drive
       expect(viaSpawner.spawner?.fallbackReason).toBeUndefined();
       const s = await viaSpawner.read("lnetctl.net_show", {});
       expect(s.error).toBeNull();
-      expect(s.stdout).toBe("inside the driver namespace: net show\n");
+      expect(s.stdout).toBe("inside the driver namespace: net show -v 3\n");
     } finally {
       await viaSpawner.stop();
     }
