@@ -132,7 +132,9 @@ describe("Probe never waits on checks", () => {
   it("a thousand concurrent Probes are answered from memory: no extra lnetctl runs", async () => {
     const { gw, node } = await gatewayOn({ base: "healthy" }, ["--check-interval=1h"]);
     await until(gw, (x) => x.status === 200, "ready");
-    const before = node.calls("net_show").length;
+    // Every tool call counts (net show is served from the verbose run, so no one key stands for all).
+    const before = node.calls().length;
+    expect(before).toBeGreaterThan(0);
     const session = http2.connect("http://localhost", { createConnection: () => net.connect(gw.socket) });
     const one = () =>
       new Promise<string>((resolve, reject) => {
@@ -146,7 +148,7 @@ describe("Probe never waits on checks", () => {
     const answers = await Promise.all(Array.from({ length: 1000 }, one));
     session.close();
     expect(new Set(answers)).toEqual(new Set(["00000000040a020801"]));
-    expect(node.calls("net_show").length).toBe(before);
+    expect(node.calls().length).toBe(before);
   });
 
   it("a slow, hanging lnetctl does not slow Probe: it keeps answering (initializing, then not ready)", async () => {
