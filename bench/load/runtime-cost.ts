@@ -107,7 +107,7 @@ export async function measureRuntime(files: string[], budgetMs: number, engineCo
   }
   // 3) engine rounds
   try {
-    const { ReadinessEngine } = await imp("engine/engine.js");
+    const { ReadinessEngine } = await imp("engine/readiness-engine.js");
     const { PluginRuntime } = await imp("runtime/runtime.js");
     const { createLogger } = await imp("observability/logger.js");
     const { Metrics } = await imp("observability/metrics.js");

@@ -1,5 +1,5 @@
 // A volume check is handed only its own mount's Lustre imports
-// (engine/health/scoped-sources.ts). The restriction must change the cost of a
+// (storage-health/scoped-sources.ts). The restriction must change the cost of a
 // verdict, never the verdict: the bundled volume-lustre-health plugin (which
 // reads the state listing, lctl.import_states) is run on every one of its
 // fixtures, and on listings of several mounts in every Lustre version's

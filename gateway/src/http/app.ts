@@ -1,7 +1,7 @@
 import { Hono, type Context } from "hono";
 import type { ProbeKind, ReadinessProvider } from "../engine/readiness.js";
 import type { Metrics } from "../observability/metrics.js";
-import { echo } from "../services/limits.js";
+import { echo } from "../support/echo.js";
 import { ProbeCounts } from "../services/probe-metrics.js";
 import type { StorageHealthView } from "../storage-health/view.js";
 import { excludeSet, readyzView, storageHealthJson, storageHealthLines } from "./readyz-text.js";

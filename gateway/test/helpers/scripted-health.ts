@@ -1,5 +1,5 @@
 // A test implementation of the engine's StorageHealthView and VolumeRegistry
-// (engine/storage-health.ts): the state a background evaluation would leave,
+// (storage-health/view.ts): the state a background evaluation would leave,
 // set by hand, and a record of what the answering side told the registry.
 // It is injected through the same options the real engine's factory feeds
 // (startGateway's and createUpstreamGateway's `health`).
