@@ -171,6 +171,19 @@ function onePositional(positionals: string[], what: string): string {
   return positionals[0]!;
 }
 
+/**
+ * A command taking flags and one argument: its flags and that argument, or
+ * null once `--help` has been answered (help wins over a missing argument).
+ */
+function oneArgCommand<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], io: PluginCommandIo, command: string, options: T, what: string) {
+  const { values, positionals } = parse(args, options);
+  if ((values as { help?: boolean }).help) {
+    io.stdout.write(HELP[command]!);
+    return null;
+  }
+  return { values, arg: onePositional(positionals, what) };
+}
+
 async function readPluginFile(path: string, io: PluginCommandIo): Promise<Uint8Array | null> {
   try {
     return new Uint8Array(await readFile(resolve(io.cwd, path)));
@@ -181,12 +194,9 @@ async function readPluginFile(path: string, io: PluginCommandIo): Promise<Uint8A
 }
 
 async function cmdNew(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { dir: { type: "string" }, lang: { type: "string" } });
-  if (values.help) {
-    io.stdout.write(HELP.new!);
-    return EXIT.ok;
-  }
-  const name = onePositional(positionals, "plugin NAME");
+  const parsed = oneArgCommand(args, io, "new", { dir: { type: "string" }, lang: { type: "string" } }, "plugin NAME");
+  if (!parsed) return EXIT.ok;
+  const { values, arg: name } = parsed;
   const { scaffoldPlugin, PLUGIN_LANGS } = await import("./plugin-new.js");
   const lang = (values.lang ?? "assemblyscript") as (typeof PLUGIN_LANGS)[number];
   if (!PLUGIN_LANGS.includes(lang)) throw new UsageError(`--lang must be one of ${PLUGIN_LANGS.join(", ")}, got ${JSON.stringify(values.lang)}`);
@@ -418,12 +428,9 @@ function parseTimeout(text: string | undefined): number | undefined {
 }
 
 async function cmdInspect(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { json: { type: "boolean" }, sources: { type: "string" }, config: { type: "string" } });
-  if (values.help) {
-    io.stdout.write(HELP.inspect!);
-    return EXIT.ok;
-  }
-  const file = onePositional(positionals, "PLUGIN.wasm");
+  const parsed = oneArgCommand(args, io, "inspect", { json: { type: "boolean" }, sources: { type: "string" }, config: { type: "string" } }, "PLUGIN.wasm");
+  if (!parsed) return EXIT.ok;
+  const { values, arg: file } = parsed;
   const catalog = await catalogWith(values.sources, io);
   const bytes = await readPluginFile(file, io);
   if (!bytes) return EXIT.error;
@@ -522,12 +529,9 @@ async function distDir(dir: string, sources: string | undefined, io: PluginComma
 }
 
 async function cmdLock(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { sign: { type: "string" }, output: { type: "string" }, sources: { type: "string" } });
-  if (values.help) {
-    io.stdout.write(HELP.lock!);
-    return EXIT.ok;
-  }
-  const dir = onePositional(positionals, "DIR");
+  const parsed = oneArgCommand(args, io, "lock", { sign: { type: "string" }, output: { type: "string" }, sources: { type: "string" } }, "DIR");
+  if (!parsed) return EXIT.ok;
+  const { values, arg: dir } = parsed;
   const { LockKeyError, LOCK_FILE, formatLock, lockPrivateKey, signLock } = await import("../runtime/plugin-lock.js");
   let key: ReturnType<typeof lockPrivateKey> | undefined;
   if (values.sign !== undefined) {
@@ -555,12 +559,9 @@ async function cmdLock(args: string[], io: PluginCommandIo): Promise<number> {
 }
 
 async function cmdPack(args: string[], io: PluginCommandIo): Promise<number> {
-  const { values, positionals } = parse(args, { output: { type: "string", short: "o" }, compression: { type: "string" }, sources: { type: "string" } });
-  if (values.help) {
-    io.stdout.write(HELP.pack!);
-    return EXIT.ok;
-  }
-  const dir = onePositional(positionals, "DIR");
+  const parsed = oneArgCommand(args, io, "pack", { output: { type: "string", short: "o" }, compression: { type: "string" }, sources: { type: "string" } }, "DIR");
+  if (!parsed) return EXIT.ok;
+  const { values, arg: dir } = parsed;
   if (!values.output) throw new UsageError("missing --output FILE");
   const { buildPack, COMPRESSIONS } = await import("./plugin-pack.js");
   const compression = (values.compression ?? "stored") as (typeof COMPRESSIONS)[number];

@@ -1,4 +1,5 @@
-import { Counter, Gauge } from "prom-client";
+import type { Counter, Gauge } from "prom-client";
+import { counter, gauge } from "../observability/declare.js";
 import type { Metrics } from "../observability/metrics.js";
 
 /** Node reporting's metrics, registered on the gateway's registry only when the feature is on. */
@@ -10,33 +11,10 @@ export class KubeMetrics {
   readonly pending: Gauge;
 
   constructor(m: Metrics) {
-    const registers = [m.registry];
-    this.requests = new Counter({
-      name: "probegate_kube_requests_total",
-      help: "Kubernetes API requests by verb, resource and HTTP code (or the network error: ECONNREFUSED, timeout, ...).",
-      labelNames: ["verb", "resource", "code"] as const,
-      registers,
-    });
-    this.conditionStatus = new Gauge({
-      name: "probegate_kube_condition_status",
-      help: "1 for the status last written for each Node condition (True, False, Unknown), 0 otherwise.",
-      labelNames: ["condition", "status"] as const,
-      registers,
-    });
-    this.taintPresent = new Gauge({
-      name: "probegate_kube_taint_present",
-      help: "1 while the --node-taint taint is on the Node as last seen, 0 otherwise.",
-      registers,
-    });
-    this.lastWrite = new Gauge({
-      name: "probegate_kube_last_successful_write_timestamp_seconds",
-      help: "Unix time of the last successful Node write (condition or taint).",
-      registers,
-    });
-    this.pending = new Gauge({
-      name: "probegate_kube_out_of_sync",
-      help: "1 while the Node does not yet show probegate's verdict (a write is due, waiting or failing).",
-      registers,
-    });
+    this.requests = counter(m.registry, "probegate_kube_requests_total", "Kubernetes API requests by verb, resource and HTTP code (or the network error: ECONNREFUSED, timeout, ...).", ["verb", "resource", "code"]);
+    this.conditionStatus = gauge(m.registry, "probegate_kube_condition_status", "1 for the status last written for each Node condition (True, False, Unknown), 0 otherwise.", ["condition", "status"]);
+    this.taintPresent = gauge(m.registry, "probegate_kube_taint_present", "1 while the --node-taint taint is on the Node as last seen, 0 otherwise.");
+    this.lastWrite = gauge(m.registry, "probegate_kube_last_successful_write_timestamp_seconds", "Unix time of the last successful Node write (condition or taint).");
+    this.pending = gauge(m.registry, "probegate_kube_out_of_sync", "1 while the Node does not yet show probegate's verdict (a write is due, waiting or failing).");
   }
 }

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { type Counter, Registry, collectDefaultMetrics } from "prom-client";
+import { counter, gauge, histogram } from "./declare.js";
 import { CommandSpawnerMetrics } from "./spawner-metrics.js";
 
 /**
@@ -9,155 +10,45 @@ export class Metrics {
   readonly registry = new Registry();
 
   /** transport: grpc-unix | grpc-tcp | grpc-web | connect | http; result: ready | not_ready | error */
-  readonly probeRequests = new Counter({
-    name: "probegate_probe_requests_total",
-    help: "Health and Probe requests answered, by transport, method and result.",
-    labelNames: ["transport", "method", "result"] as const,
-    registers: [this.registry],
+  readonly probeRequests = counter(this.registry, "probegate_probe_requests_total", "Health and Probe requests answered, by transport, method and result.", ["transport", "method", "result"], {
     collect: () => this.hotCells.flush(),
   });
-  readonly ready = new Gauge({
-    name: "probegate_ready",
-    help: "1 when Probe answers ready:true.",
-    registers: [this.registry],
-  });
-  readonly live = new Gauge({
-    name: "probegate_live",
-    help: "1 when no liveness check fails.",
-    registers: [this.registry],
-  });
+  readonly ready = gauge(this.registry, "probegate_ready", "1 when Probe answers ready:true.");
+  readonly live = gauge(this.registry, "probegate_live", "1 when no liveness check fails.");
   /** severity: required | advisory (an advisory check never fails the verdict). */
-  readonly checkStatus = new Gauge({
-    name: "probegate_check_status",
-    help: "1 for each check's current status (pass, warn, fail), 0 otherwise.",
-    labelNames: ["check", "probe", "severity", "status"] as const,
-    registers: [this.registry],
-  });
-  readonly checkDuration = new Histogram({
-    name: "probegate_check_duration_seconds",
-    help: "Time a plugin's check() took, sandbox round trip included.",
-    labelNames: ["check"] as const,
-    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
-    registers: [this.registry],
-  });
-  readonly checkRuns = new Counter({
-    name: "probegate_check_runs_total",
-    help: "Check evaluations by check and outcome.",
-    labelNames: ["check", "status", "reason"] as const,
-    registers: [this.registry],
-  });
+  readonly checkStatus = gauge(this.registry, "probegate_check_status", "1 for each check's current status (pass, warn, fail), 0 otherwise.", ["check", "probe", "severity", "status"]);
+  readonly checkDuration = histogram(this.registry, "probegate_check_duration_seconds", "Time a plugin's check() took, sandbox round trip included.", ["check"], [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5]);
+  readonly checkRuns = counter(this.registry, "probegate_check_runs_total", "Check evaluations by check and outcome.", ["check", "status", "reason"]);
   /** result: run | reused (checks/stable-memo.ts). */
-  readonly checkEvaluations = new Counter({
-    name: "probegate_check_evaluations_total",
-    help: "Scheduled check evaluations by check: result run (the plugin was called) or reused (its stable verdict stood: nothing it reads had changed).",
-    labelNames: ["check", "result"] as const,
-    registers: [this.registry],
-  });
+  readonly checkEvaluations = counter(this.registry, "probegate_check_evaluations_total", "Scheduled check evaluations by check: result run (the plugin was called) or reused (its stable verdict stood: nothing it reads had changed).", ["check", "result"]);
   /** result: ok | error | timeout | truncated | skipped (not run: nothing Lustre to ask, sources/lustre-gate.ts) */
-  readonly sourceExecutions = new Counter({
-    name: "probegate_source_executions_total",
-    help: "Source reads and command executions (cache misses only), by result.",
-    labelNames: ["source", "result"] as const,
-    registers: [this.registry],
-  });
-  readonly sourceDuration = new Histogram({
-    name: "probegate_source_duration_seconds",
-    help: "Time to read a source or run its command.",
-    labelNames: ["source"] as const,
-    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 10, 30],
-    registers: [this.registry],
-  });
-  readonly sourceTimeouts = new Counter({
-    name: "probegate_source_timeouts_total",
-    help: "Source commands killed at their timeout.",
-    labelNames: ["source"] as const,
-    registers: [this.registry],
-  });
-  readonly sourceErrors = new Counter({
-    name: "probegate_source_errors_total",
-    help: "Sources that failed (missing binary, non-zero exit, unreadable file, timeout).",
-    labelNames: ["source"] as const,
-    registers: [this.registry],
-  });
-  readonly pluginLoads = new Counter({
-    name: "probegate_plugin_loads_total",
-    help: "Plugin files loaded (result=loaded) or refused (result=refused).",
-    labelNames: ["result"] as const,
-    registers: [this.registry],
-  });
-  readonly pluginRefusals = new Counter({
-    name: "probegate_plugin_refusals_total",
-    help: "Plugin files refused at load, by reason.",
-    labelNames: ["reason"] as const,
-    registers: [this.registry],
-  });
-  readonly pluginQuarantines = new Counter({
-    name: "probegate_plugin_quarantines_total",
-    help: "Plugins quarantined after repeated faults.",
-    labelNames: ["plugin"] as const,
-    registers: [this.registry],
-  });
-  readonly pluginsQuarantined = new Gauge({
-    name: "probegate_plugins_quarantined",
-    help: "Plugins currently quarantined after repeated faults (retried with backoff).",
-    registers: [this.registry],
-  });
+  readonly sourceExecutions = counter(this.registry, "probegate_source_executions_total", "Source reads and command executions (cache misses only), by result.", ["source", "result"]);
+  readonly sourceDuration = histogram(this.registry, "probegate_source_duration_seconds", "Time to read a source or run its command.", ["source"], [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 3, 10, 30]);
+  readonly sourceTimeouts = counter(this.registry, "probegate_source_timeouts_total", "Source commands killed at their timeout.", ["source"]);
+  readonly sourceErrors = counter(this.registry, "probegate_source_errors_total", "Sources that failed (missing binary, non-zero exit, unreadable file, timeout).", ["source"]);
+  readonly pluginLoads = counter(this.registry, "probegate_plugin_loads_total", "Plugin files loaded (result=loaded) or refused (result=refused).", ["result"]);
+  readonly pluginRefusals = counter(this.registry, "probegate_plugin_refusals_total", "Plugin files refused at load, by reason.", ["reason"]);
+  readonly pluginQuarantines = counter(this.registry, "probegate_plugin_quarantines_total", "Plugins quarantined after repeated faults.", ["plugin"]);
+  readonly pluginsQuarantined = gauge(this.registry, "probegate_plugins_quarantined", "Plugins currently quarantined after repeated faults (retried with backoff).");
   /** One series per loaded plugin, so an alert can name the plugin that stays quarantined. */
-  readonly pluginQuarantined = new Gauge({
-    name: "probegate_plugin_quarantined",
-    help: "1 while this plugin is quarantined after repeated faults, 0 otherwise.",
-    labelNames: ["plugin"] as const,
-    registers: [this.registry],
-  });
-  readonly pluginQuarantineRetries = new Counter({
-    name: "probegate_plugin_quarantine_retries_total",
-    help: "Calls into quarantined plugins after their backoff; one success ends the quarantine.",
-    labelNames: ["plugin"] as const,
-    registers: [this.registry],
-  });
-  readonly pluginsLoaded = new Gauge({
-    name: "probegate_plugins_loaded",
-    help: "Plugins currently loaded and active.",
-    registers: [this.registry],
-  });
-  readonly refusedPlugins = new Gauge({
-    name: "probegate_plugins_refused",
-    help: "Plugin files currently refused.",
-    registers: [this.registry],
-  });
+  readonly pluginQuarantined = gauge(this.registry, "probegate_plugin_quarantined", "1 while this plugin is quarantined after repeated faults, 0 otherwise.", ["plugin"]);
+  readonly pluginQuarantineRetries = counter(this.registry, "probegate_plugin_quarantine_retries_total", "Calls into quarantined plugins after their backoff; one success ends the quarantine.", ["plugin"]);
+  readonly pluginsLoaded = gauge(this.registry, "probegate_plugins_loaded", "Plugins currently loaded and active.");
+  readonly refusedPlugins = gauge(this.registry, "probegate_plugins_refused", "Plugin files currently refused.");
   /** One series per refused file while it stays refused, so an alert can name it. */
-  readonly refusedPlugin = new Gauge({
-    name: "probegate_plugin_refused",
-    help: "1 for each plugin file currently refused, with the refusal's reason code.",
-    labelNames: ["file", "reason"] as const,
-    registers: [this.registry],
-  });
+  readonly refusedPlugin = gauge(this.registry, "probegate_plugin_refused", "1 for each plugin file currently refused, with the refusal's reason code.", ["file", "reason"]);
   /** Set once at start; the labels say what runs where (fleet upgrades, Node 20 vs 24, plugin ABI). */
-  readonly buildInfo = new Gauge({
-    name: "probegate_build_info",
-    help: "Always 1; the labels carry probegate's version, the Node.js version and the plugin ABIs it speaks (comma-separated, e.g. 1,2).",
-    labelNames: ["version", "node_version", "abi"] as const,
-    registers: [this.registry],
-  });
+  readonly buildInfo = gauge(this.registry, "probegate_build_info", "Always 1; the labels carry probegate's version, the Node.js version and the plugin ABIs it speaks (comma-separated, e.g. 1,2).", ["version", "node_version", "abi"]);
 
   /** result: answered (served from memory) | connect (handed to Connect: unusual request or async answer) */
-  readonly fastPath = new Counter({
-    name: "probegate_fast_path_requests_total",
-    help: "gRPC Probe and Health/Check requests seen by the fast path, by how they were answered.",
-    labelNames: ["method", "result"] as const,
-    registers: [this.registry],
+  readonly fastPath = counter(this.registry, "probegate_fast_path_requests_total", "gRPC Probe and Health/Check requests seen by the fast path, by how they were answered.", ["method", "result"], {
     collect: () => this.hotCells.flush(),
   });
   /** Counts of the Probe fast path, added to their counters when scraped. */
   readonly hotCells = new CounterCells();
 
   /** reason: see EdgeRejection in transport/edge-limits.ts */
-  readonly edgeRejected = new Counter({
-    name: "probegate_edge_rejected_total",
-    help: "Requests and connections the network edge refused, timed out or cut, by reason.",
-    labelNames: ["reason"] as const,
-    registers: [this.registry],
-  });
+  readonly edgeRejected = counter(this.registry, "probegate_edge_rejected_total", "Requests and connections the network edge refused, timed out or cut, by reason.", ["reason"]);
 
   /** The command spawner's restarts and state, read from it at each scrape (attach() the catalog's). */
   readonly commandSpawner = new CommandSpawnerMetrics(this.registry);

@@ -7,7 +7,7 @@ import type { Conn } from "./connection-table.js";
 import { createH2Server } from "./h2-server.js";
 import { ListenerAdmission } from "./listener-admission.js";
 import { sniffConnection } from "./sniff.js";
-import { NETWORK_TCP, type CompatHandler, type StreamRoute } from "./stream-route.js";
+import { NETWORK_TCP, type CompatHandler, type StreamContext, type StreamRoute } from "./stream-route.js";
 import { prepareSocketPath, removeSocketPath } from "./unix-socket.js";
 
 export class ListenError extends Error {}
@@ -68,21 +68,21 @@ function acceptInto(admission: ListenerAdmission, logger: Logger, onConn: (conn:
   });
 }
 
-/**
- * The CSI endpoint: gRPC over h2c (what kubelet-side tools speak), and
- * HTTP/1.1 for someone on the node with curl (`curl --unix-socket`): /readyz,
- * Connect and gRPC-Web as on the HTTP port. The mount API (gateway mode's
- * routes) is gRPC, so HTTP/2 only.
- */
-export async function startCsiListener(opts: {
+interface SniffedListenerOpts {
   endpoint: Endpoint;
   routes: readonly StreamRoute[];
   handler: CompatHandler;
   logger: Logger;
   edge: Edge;
-}): Promise<RunningListener> {
+}
+
+/**
+ * A listener whose connections' first bytes pick the server: HTTP/2 prior
+ * knowledge (gRPC) or HTTP/1.1. The CSI socket and the HTTP port differ only
+ * in the context their streams carry and, on a unix socket, the socket file.
+ */
+async function startSniffedListener(opts: SniffedListenerOpts, ctx: StreamContext): Promise<RunningListener> {
   const { endpoint, edge, logger } = opts;
-  const ctx = { listener: endpoint.kind === "unix" ? "unix" : "tcp", surface: "csi" } as const;
   const listener = ctx.listener;
   const admission = new ListenerAdmission(edge, listener);
   const h2 = createH2Server({ ctx, routes: opts.routes, handler: opts.handler, logger, admission });
@@ -116,39 +116,23 @@ export async function startCsiListener(opts: {
 }
 
 /**
+ * The CSI endpoint: gRPC over h2c (what kubelet-side tools speak), and
+ * HTTP/1.1 for someone on the node with curl (`curl --unix-socket`): /readyz,
+ * Connect and gRPC-Web as on the HTTP port. The mount API (gateway mode's
+ * routes) is gRPC, so HTTP/2 only.
+ */
+export function startCsiListener(opts: SniffedListenerOpts): Promise<RunningListener> {
+  return startSniffedListener(opts, { listener: opts.endpoint.kind === "unix" ? "unix" : "tcp", surface: "csi" });
+}
+
+/**
  * The HTTP endpoint: one TCP port for gRPC (h2c prior knowledge), gRPC-Web and
  * Connect over HTTP/1.1 or h2c, and the plain HTTP paths. Each connection's
  * first bytes decide which server gets it.
  */
-export async function startHttpListener(opts: {
-  endpoint: Endpoint;
-  routes: readonly StreamRoute[];
-  handler: CompatHandler;
-  logger: Logger;
-  edge: Edge;
-}): Promise<RunningListener> {
-  const { endpoint, logger, edge } = opts;
-  if (endpoint.kind !== "tcp") throw new ListenError(`${endpoint.display}: the HTTP endpoint must be TCP`);
-  const admission = new ListenerAdmission(edge, "tcp");
-  const h2 = createH2Server({ ctx: NETWORK_TCP, routes: opts.routes, handler: opts.handler, logger, admission });
-  const h1 = createH1Server({ handler: opts.handler, logger, admission });
-  const tcp = acceptInto(admission, logger, (conn) =>
-    sniffConnection(conn.socket, (proto) => (proto === "h2c" ? h2.attach(conn) : h1.attach(conn))),
-  );
-  await listen(tcp, endpoint);
-  tcp.on("error", (err) => logger.warn({ err, listener: "tcp" }, "listener error"));
-  const address = boundAddress(tcp, endpoint);
-  return {
-    endpoint,
-    address,
-    async close(deadlineMs) {
-      tcp.close();
-      h1.server.close();
-      await admission.table.drain(deadlineMs);
-      h1.stop();
-      h2.stop();
-    },
-  };
+export async function startHttpListener(opts: SniffedListenerOpts): Promise<RunningListener> {
+  if (opts.endpoint.kind !== "tcp") throw new ListenError(`${opts.endpoint.display}: the HTTP endpoint must be TCP`);
+  return startSniffedListener(opts, NETWORK_TCP);
 }
 
 /**

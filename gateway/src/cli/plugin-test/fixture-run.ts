@@ -25,6 +25,31 @@ interface Row {
   ok: boolean;
 }
 
+/**
+ * A list the fixture gives exactly, in order: one row per position (a missing
+ * or extra entry fails), or one passing row when both are empty.
+ */
+function compareEntries<W, H>(
+  rows: Row[],
+  field: string,
+  want: readonly W[],
+  got: readonly H[],
+  how: { same(want: W, have: H): boolean; expected(x: W): string; actual(x: H): string },
+): void {
+  const n = Math.max(want.length, got.length);
+  if (n === 0) rows.push({ field, expected: "(none)", actual: "(none)", ok: true });
+  for (let i = 0; i < n; i++) {
+    const w = want[i];
+    const h = got[i];
+    rows.push({
+      field: `${field}[${i}]`,
+      expected: w !== undefined ? how.expected(w) : "(none)",
+      actual: h !== undefined ? how.actual(h) : "(none)",
+      ok: w !== undefined && h !== undefined && how.same(w, h),
+    });
+  }
+}
+
 /** Field by field; only the fields the fixture names are compared. */
 export function compareVerdict(e: Expectation, v: CheckOutput): Row[] {
   const rows: Row[] = [{ field: "status", expected: e.status, actual: v.status, ok: e.status === v.status }];
@@ -37,45 +62,30 @@ export function compareVerdict(e: Expectation, v: CheckOutput): Row[] {
     rows.push({ field: `facts.${k}`, expected: want, actual: got, ok: Object.hasOwn(v.facts, k) && got === want });
   }
   if (e.health !== undefined) {
-    const got = v.health ?? [];
-    const n = Math.max(e.health.length, got.length);
-    if (n === 0) rows.push({ field: "health", expected: "(none)", actual: "(none)", ok: true });
-    for (let i = 0; i < n; i++) {
-      const want = e.health[i];
-      const have = got[i];
-      const ok =
-        want !== undefined &&
-        have !== undefined &&
+    type Entry = { status: string; reason: string; message?: string; fs?: string };
+    const fs = (x: Entry) => (x.fs !== undefined ? ` fs=${x.fs}` : "");
+    compareEntries(rows, "health", e.health, v.health ?? [], {
+      same: (want, have) =>
         want.status === have.status &&
         want.reason === have.reason &&
         (want.message === undefined || have.message.includes(want.message)) &&
-        (want.fs === undefined || want.fs === have.fs);
-      rows.push({
-        field: `health[${i}]`,
-        expected: want ? `${want.status} ${want.reason}${want.fs !== undefined ? ` fs=${want.fs}` : ""}${want.message !== undefined ? ` …${want.message}…` : ""}` : "(none)",
-        actual: have ? `${have.status} ${have.reason}${have.fs !== undefined ? ` fs=${have.fs}` : ""} ${have.message}` : "(none)",
-        ok,
-      });
-    }
+        (want.fs === undefined || want.fs === have.fs),
+      expected: (x) => `${x.status} ${x.reason}${fs(x)}${x.message !== undefined ? ` …${x.message}…` : ""}`,
+      actual: (x) => `${x.status} ${x.reason}${fs(x)} ${x.message}`,
+    });
   }
   if (e.events !== undefined) {
-    const got = v.events ?? [];
-    const n = Math.max(e.events.length, got.length);
-    if (n === 0) rows.push({ field: "events", expected: "(none)", actual: "(none)", ok: true });
-    for (let i = 0; i < n; i++) {
-      const want = e.events[i];
-      const have = got[i];
-      const ok =
-        want !== undefined &&
-        have !== undefined &&
+    const show = (x: { reason: string; fs?: string; target?: string; at?: number }) =>
+      [x.reason, x.fs !== undefined ? `fs=${x.fs}` : "", x.target !== undefined ? `target=${x.target}` : "", x.at !== undefined ? `at=${x.at}` : ""].filter(Boolean).join(" ");
+    compareEntries(rows, "events", e.events, v.events ?? [], {
+      same: (want, have) =>
         want.reason === have.reason &&
         (want.fs === undefined || want.fs === have.fs) &&
         (want.target === undefined || want.target === have.target) &&
-        (want.at === undefined || want.at === have.at);
-      const show = (x: { reason: string; fs?: string; target?: string; at?: number } | undefined) =>
-        x ? [x.reason, x.fs !== undefined ? `fs=${x.fs}` : "", x.target !== undefined ? `target=${x.target}` : "", x.at !== undefined ? `at=${x.at}` : ""].filter(Boolean).join(" ") : "(none)";
-      rows.push({ field: `events[${i}]`, expected: show(want), actual: show(have), ok });
-    }
+        (want.at === undefined || want.at === have.at),
+      expected: show,
+      actual: show,
+    });
   }
   if (e.stable !== undefined) {
     const got = v.stable === true;

@@ -7,14 +7,10 @@
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { Logger } from "../../observability/logger.js";
-import { DirWatcher } from "../../support/dir-watcher.js";
+import { DirWatcher, type DirWatcherOptions } from "../../support/dir-watcher.js";
 
-export interface SourcesWatchOptions {
-  pollMs?: number;
-  debounceMs?: number;
-  logger?: Logger;
-}
+/** Passed on to the DirWatcher as they are (its logger also reports failed checks). */
+export type SourcesWatchOptions = DirWatcherOptions;
 
 export class SourcesFileWatcher {
   private last: string | null = null;
