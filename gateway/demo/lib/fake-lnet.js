@@ -98,6 +98,22 @@ function notConfigured(tool, key, args) {
   };
 }
 
+/** A server's answer as lnetctl prints it: the reply naming it, or the error document (errno -110 timeout, -113 no route). */
+async function answerPerNid(nid, how) {
+  if (how === "hang") await sleep(1e12);
+  if (how === "ok") {
+    process.stdout.write(`ping:\n    - primary nid: ${nid}\n      Multi-Rail: True\n      peer ni:\n        - nid: ${nid}\n`);
+    return;
+  }
+  if (how === "garbage") {
+    process.stdout.write("\u0000garbage\n");
+    return;
+  }
+  const [errno, text] = how === "unreachable" ? [-113, "No route to host"] : [-110, "Connection timed out"];
+  process.stderr.write(`manage:\n    - ping:\n          errno: ${errno}\n          descr: failed to ping ${nid}: ${text}\n`);
+  process.exitCode = 1;
+}
+
 function pingMismatch(nid) {
   return `manage:\n    - ping:\n          errno: -1\n          descr: failed to ping ${nid}: Input/output error\n`;
 }
@@ -134,6 +150,14 @@ export async function runFakeTool(tool, args) {
   }
 
   await sleep(readInt(dir, `${key}.delay_ms`, 0));
+
+  // Per-NID answers (servers): ping_nids.json maps NID → ok | timeout | unreachable | hang | garbage.
+  const perNid = key === "ping" ? readOptional(dir, "ping_nids.json") : null;
+  if (perNid !== null) {
+    const nid = args.filter((a) => !a.startsWith("-"))[1] ?? "";
+    await answerPerNid(nid, JSON.parse(perNid.toString("utf8"))[nid] ?? "timeout");
+    return;
+  }
 
   if (key === "ping") {
     const expected = readOptional(dir, "ping.expect_nid");
