@@ -59,6 +59,13 @@ export interface ServerPingerOptions {
 /** errnos lnetctl reports when the peer did not answer (the path or the peer is down), as opposed to LNet itself failing here. */
 const PEER_DOWN_ERRNOS = new Set([5, 103, 104, 111, 112, 113]);
 const ETIMEDOUT = 110;
+const PEER_DOWN_TEXTS: ReadonlyArray<[string, number]> = [
+  ["Input/output error", 5],
+  ["No route to host", 113],
+  ["Connection refused", 111],
+  ["Connection reset by peer", 104],
+  ["Host is down", 112],
+];
 const OUTPUT_CAP = 64 * 1024;
 /** NIDs whose last answer is remembered; past it the oldest go (a node has far fewer servers). */
 const MAX_REMEMBERED = 4096;
@@ -177,7 +184,10 @@ export function interpretPing(nid: string, r: CommandResult, ms: number): PingRe
   if (errno) {
     const n = Math.abs(Number(errno[1]));
     if (n === ETIMEDOUT) return { kind: "timeout" };
-    return PEER_DOWN_ERRNOS.has(n) ? { kind: "fail", errno: n } : { kind: "error", code: `errno${n}` };
+    if (PEER_DOWN_ERRNOS.has(n)) return { kind: "fail", errno: n };
+    // Some versions put -1 in errno and the cause in descr only.
+    const cause = PEER_DOWN_TEXTS.find(([t]) => text.includes(t));
+    return cause ? { kind: "fail", errno: cause[1] } : { kind: "error", code: `errno${n}` };
   }
   const notRun = r.error === null ? null : /^(E[A-Z0-9]+): cannot run /.exec(r.error);
   if (r.exitCode === null && notRun) return { kind: "error", code: notRun[1]! };
