@@ -120,7 +120,7 @@ export interface SourceCatalogOptions {
   /** volume.statfs: a path that answered is probed again after this long. Default 30 s. */
   statfsIntervalMs?: number;
   /** lnet.server_pings bounds (SERVER_PING_DEFAULTS); intervalMs is --server-ping-interval. */
-  serverPings?: Partial<Omit<typeof SERVER_PING_DEFAULTS, "ttlMs">>;
+  serverPings?: Partial<ServerPingSettings>;
   /**
    * Monotonic milliseconds for the result cache and kept results (tests drive
    * it by hand to pass a TTL or a max age without sleeping). Default performance.now.
@@ -146,7 +146,15 @@ export interface SourceCatalogOptions {
  * per read and 64 may be outstanding (hung included), so a node with every
  * server gone keeps 64 processes at worst.
  */
-export const SERVER_PING_DEFAULTS = Object.freeze({ intervalMs: 30_000, timeoutSeconds: 5, boundMs: 15_000, waitMs: 3_000, maxPerRead: 32, maxOutstanding: 64, ttlMs: 1_000 });
+export interface ServerPingSettings {
+  intervalMs: number;
+  timeoutSeconds: number;
+  boundMs: number;
+  waitMs: number;
+  maxPerRead: number;
+  maxOutstanding: number;
+}
+export const SERVER_PING_DEFAULTS: Readonly<ServerPingSettings & { ttlMs: number }> = Object.freeze({ intervalMs: 30_000, timeoutSeconds: 5, boundMs: 15_000, waitMs: 3_000, maxPerRead: 32, maxOutstanding: 64, ttlMs: 1_000 });
 
 export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000, intervalMs: 30_000 });
 
