@@ -152,10 +152,12 @@ export async function runFakeTool(tool, args) {
   await sleep(readInt(dir, `${key}.delay_ms`, 0));
 
   // Per-NID answers (servers): ping_nids.json maps NID → ok | timeout | unreachable | hang | garbage.
+  // A NID not in the table answers as below (ping.out, ping.expect_nid …).
   const perNid = key === "ping" ? readOptional(dir, "ping_nids.json") : null;
-  if (perNid !== null) {
-    const nid = args.filter((a) => !a.startsWith("-"))[1] ?? "";
-    await answerPerNid(nid, JSON.parse(perNid.toString("utf8"))[nid] ?? "timeout");
+  const pinged = args.filter((a) => !a.startsWith("-"))[1] ?? "";
+  const how = perNid === null ? undefined : JSON.parse(perNid.toString("utf8"))[pinged];
+  if (how !== undefined) {
+    await answerPerNid(pinged, how);
     return;
   }
 
