@@ -297,3 +297,31 @@ describe("lnet-self-ping with peers: readiness toward the configured peers", () 
     expect(c.engine.snapshot().ready).toBe(false);
   });
 });
+
+describe("multi-rail: peer NI health (lnet-peer-health) in storage health", () => {
+  const peerShow = (hv: number) =>
+    `peer:\n    - primary nid: ${OSS}\n      Multi-Rail: True\n      peer ni:\n        - nid: ${OSS}\n          state: NA\n          health stats:\n              health value: 1000\n              dropped: 0\n              timeout: 0\n              error: 0\n              network timeout: 0\n        - nid: 10.1.0.7@tcp1\n          state: NA\n          health stats:\n              health value: ${hv}\n              dropped: 0\n              timeout: ${hv < 1000 ? 7 : 0}\n              error: 0\n              network timeout: 0\n`;
+
+  it("a server's second rail below full health: an entry naming that peer NI while degraded, gone when it recovers", async () => {
+    const n = node();
+    writeFileSync(join(n.dir, "peer_show.out"), peerShow(1000));
+    const plugins = join(n.dir, "mr-plugins");
+    mkdirSync(plugins);
+    copyFileSync(join(ROOT, "dist/plugins", "lnet-peer-health.wasm"), join(plugins, "lnet-peer-health.wasm"));
+    const catalog = await SourceCatalog.create({ procfs: n.procfs, sysfs: n.sysfs, env: n.env, logger: silentLogger });
+    const { engine, health } = await startChecks(catalog, plugins, cleanups);
+    const round = async () => {
+      await new Promise((r) => setTimeout(r, 2100));
+      await engine.refresh();
+    };
+    expect(health.view.storage()).toEqual([]);
+    writeFileSync(join(n.dir, "peer_show.out"), peerShow(870));
+    await round();
+    expect(health.view.storage()).toMatchObject([{ status: "STORAGE_DEGRADED", reason: "LnetPeerNiDegraded", check: "lnet-peer-health" }]);
+    expect(health.view.storage()[0]!.message).toContain(`10.1.0.7@tcp1 of peer ${OSS} (health value 870; timeout 7)`);
+    writeFileSync(join(n.dir, "peer_show.out"), peerShow(1000));
+    await round();
+    expect(health.view.storage()).toEqual([]);
+    expect(n.calls("peer_show").every((l) => l.includes("peer show -v 3"))).toBe(true);
+  });
+});

@@ -52,6 +52,7 @@ describe("built-in sources on the healthy demo node", () => {
       "lfs.getname",
       "lustre.health_check",
       "lnetctl.net_show_health",
+      "lnetctl.peer_show_health",
       "volume.statfs",
       "lnet.server_pings",
       "lnet.peer_pings",

@@ -11,6 +11,7 @@ const HEALTH: Record<string, { probe: string; sources: string[] }> = {
   "lnet-health": { probe: "storage", sources: ["lnetctl.net_show_health", "proc.modules", "lnetctl.net_show"] },
   "lustre-health-check": { probe: "storage", sources: ["lustre.health_check"] },
   "lnet-servers": { probe: "storage", sources: ["lnet.server_pings"] },
+  "lnet-peer-health": { probe: "storage", sources: ["lnetctl.peer_show_health"] },
   "volume-lustre-health": { probe: "volume", sources: ["proc.mounts", "lctl.import_states", "lfs.getname", "volume.statfs"] },
 };
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -295,6 +295,9 @@ const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => Sour
   // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
   "lnetctl.net_show_health": (name, { ctx, cmd }) =>
     commandSource({ name, argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx.room),
+  // Each peer NI's `health stats` (`health value` and the counters), 2.12–2.17.
+  "lnetctl.peer_show_health": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["lnetctl", "peer", "show", "-v", "3"], label: "lnetctl peer show -v 3", ...cmd }, ctx.room),
   "volume.statfs": (name, { ctx, d }) => (ctx.statfs ? statfsSource(name, ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes) : undefined),
   // The servers of the mounted file systems, pinged at the LNet level (server-pings.ts).
   "lnet.server_pings": (name, { ctx, d }) =>
