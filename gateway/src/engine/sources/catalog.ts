@@ -17,7 +17,7 @@ import { SourcesFileWatcher } from "./sources-watch.js";
 import { modulesDepSource } from "./modules-dep.js";
 import { modprobeOptionsSource } from "./modprobe-options.js";
 import { statfsSource, StatfsProber } from "./statfs.js";
-import { peerPingsSource, serverPingsSource, ServerPinger } from "./server-pings.js";
+import { peerPingsSource, serverPingsSource, ServerPinger, type ServerPingSettings } from "./server-pings.js";
 import { serverPingMetrics } from "../../observability/server-ping-metrics.js";
 import { gateLustreSources } from "./lustre-gate.js";
 import { shareNetShow } from "./net-show-plain.js";
@@ -146,14 +146,6 @@ export interface SourceCatalogOptions {
  * per read and 64 may be outstanding (hung included), so a node with every
  * server gone keeps 64 processes at worst.
  */
-export interface ServerPingSettings {
-  intervalMs: number;
-  timeoutSeconds: number;
-  boundMs: number;
-  waitMs: number;
-  maxPerRead: number;
-  maxOutstanding: number;
-}
 export const SERVER_PING_DEFAULTS: Readonly<ServerPingSettings & { ttlMs: number }> = Object.freeze({ intervalMs: 30_000, timeoutSeconds: 5, boundMs: 15_000, waitMs: 3_000, maxPerRead: 32, maxOutstanding: 64, ttlMs: 1_000 });
 
 export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000, intervalMs: 30_000 });

@@ -35,8 +35,8 @@ export type PingResult =
   | { kind: "pending" }
   | { kind: "skipped" };
 
-export interface ServerPingerOptions {
-  room: Pick<ProcessRoom, "start" | "env">;
+/** The bounds of the pings (defaults: SERVER_PING_DEFAULTS in catalog.ts). */
+export interface ServerPingSettings {
   /** A NID is pinged again only this long after its last ping started. */
   intervalMs: number;
   /** `lnetctl ping --timeout`, seconds. */
@@ -49,6 +49,10 @@ export interface ServerPingerOptions {
   maxPerRead: number;
   /** Pings outstanding at once, hung ones included. */
   maxOutstanding: number;
+}
+
+export interface ServerPingerOptions extends ServerPingSettings {
+  room: Pick<ProcessRoom, "start" | "env">;
   /** Monotonic ms (tests drive it). */
   now?: () => number;
   /** Told of each ping that ends: its NID's result and latency (metrics). */
@@ -243,6 +247,7 @@ export function serverPingsSource(name: string, pinger: ServerPinger, read: Read
         });
         for (const u of list.unparsed) text += `unparsed ${u.fs || "-"} ${JSON.stringify(u.why)}\n`;
         if (!imports.ok && !/^not run:/.test(imports.error ?? "")) text += `unparsed - ${JSON.stringify(`the imports could not be read (${imports.error ?? "failed"}): MDS/OSS servers unknown`)}\n`;
+        if (imports.ok && imports.truncated) text += `unparsed - ${JSON.stringify("the imports listing was cut at its cap: servers of the imports past it are not pinged")}\n`;
         const truncated = text.length > maxOutputBytes;
         return { ok: true, exitCode: null, stdout: truncated ? text.slice(0, text.lastIndexOf("\n", maxOutputBytes) + 1) : text, stderr: "", error: null, truncated, outcome: "ok" };
       },
