@@ -1,6 +1,6 @@
 // The fake Lustre client (gateway/demo's lctl/lfs, rendered by
 // gateway/demo/lib/fake-lustre.js) under the soak's node, cycling
-//   healthy → ost-down → healthy → mdt-evicted → recovered → mount-hung → healthy → server-lost → healthy → …
+//   healthy → ost-down → healthy → server-lost → healthy → mdt-evicted → recovered → mount-hung → healthy → …
 // "recovered" is FULL again with EVICTED in the state history (the eviction
 // the storage check must count even though it is over). "mount-hung" makes
 // the host's statfs prober block on the first volume's mount point (a fake
@@ -16,7 +16,7 @@ import type { Rng } from "./rng.js";
 
 export type LustreState = "healthy" | "ost-down" | "mdt-evicted" | "recovered" | "mount-hung" | "server-lost";
 /** The faults in turn; each is followed by healthy, except mdt-evicted by recovered (then healthy). */
-const ORDER: readonly LustreState[] = ["ost-down", "mdt-evicted", "mount-hung", "server-lost"];
+const ORDER: readonly LustreState[] = ["ost-down", "server-lost", "mdt-evicted", "mount-hung"];
 /** The soak file system's servers: the MGS/MDS of the fake's default, and one OSS of its own. */
 const MGS_NID = "10.0.0.2@tcp";
 const OSS_NID = "10.0.0.7@tcp";
