@@ -58,6 +58,8 @@ export interface Config {
   maxVolumes: number;
   /** --statfs-timeout: a statfs outstanding longer is reported hung. */
   statfsTimeoutMs: number;
+  /** --server-ping-interval: each server NID is pinged at most once per this long. */
+  serverPingIntervalMs: number;
   /** --command-spawner: source commands started by the resident spawner (on) or a fork of the gateway each (off). */
   commandSpawner: boolean;
   probeReady: ProbeReady;
@@ -253,6 +255,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     kubeletDir: flags.get("kubelet-dir"),
     maxVolumes: flags.get("max-volumes"),
     statfsTimeoutMs: flags.get("statfs-timeout"),
+    serverPingIntervalMs: flags.get("server-ping-interval"),
     commandSpawner: flags.get("command-spawner") === "on",
     probeReady,
     demo,

@@ -175,6 +175,8 @@ export const FLAGS = [
     help: "Volumes whose health is evaluated at most; past it a new volume is refused (counted in probegate_volumes_refused_total) and the known ones keep being evaluated." }),
   flag({ group: "Checks", name: "statfs-timeout", arg: "DURATION", default: "5s", parse: durationAtLeast(1),
     help: "A volume's statfs (stat -f in a child process, run like lnetctl) still running after this is reported hung. It is not started again while it runs: at most one per mount path, however long the hang." }),
+  flag({ group: "Checks", name: "server-ping-interval", arg: "DURATION", default: "30s", parse: durationAtLeast(1000),
+    help: "Each NID of the Lustre servers the mounted file systems use (MGS from the mount sources, MDS/OSS from the imports; source lnet.server_pings) and of lnet-self-ping's peers: is pinged (lnetctl ping, run like lnetctl) at most once per this long; its last answer is what the checks see until then. At most one ping per NID is ever outstanding." }),
   flag({ group: "Checks", name: "command-spawner", arg: "on|off", default: "on", parse: oneOf(["on", "off"]),
     help: "on: source commands (lnetctl, lctl, --sources commands) are started by a small resident helper (dist/native/probegate-spawner, started once at startup) with posix_spawn, instead of a fork of the gateway each (1-3 ms of gateway CPU per command). Same argv, environment, limits and results either way; when the helper is not built or keeps failing, the gateway starts them itself, logs it once and shows probegate_command_spawner_state{state=\"fallback\"}." }),
   flag({ group: "Checks", name: "demo", arg: "auto|off|SCENARIO", default: "off",
