@@ -56,7 +56,7 @@ async function withCatalog(node: FakeLustre, use: (c: SourceCatalog) => Promise<
 }
 
 async function gatewayOn(node: FakeLustre): Promise<GatewayProcess> {
-  const gw = await startGatewayProcess([`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", `--plugins-dir=${BUNDLED}`], { env: node.env });
+  const gw = await startGatewayProcess([`--path.procfs=${node.procfs}`, `--path.sysfs=${node.sysfs}`, "--check-interval=1s", "--health-interval=1s", `--plugins-dir=${BUNDLED}`], { env: node.env });
   running.push(gw);
   return gw;
 }
