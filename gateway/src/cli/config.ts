@@ -58,6 +58,12 @@ export interface Config {
   maxVolumes: number;
   /** --statfs-timeout: a statfs outstanding longer is reported hung. */
   statfsTimeoutMs: number;
+  /** --operation-stuck-after (gateway mode). */
+  operationStuckAfterMs: number;
+  /** --unstick=unmount: end stuck unmounts (umount -f, then -l). */
+  unstick: boolean;
+  /** --unstick-after. */
+  unstickAfterMs: number;
   /** --command-spawner: source commands started by the resident spawner (on) or a fork of the gateway each (off). */
   commandSpawner: boolean;
   probeReady: ProbeReady;
@@ -253,6 +259,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     kubeletDir: flags.get("kubelet-dir"),
     maxVolumes: flags.get("max-volumes"),
     statfsTimeoutMs: flags.get("statfs-timeout"),
+    operationStuckAfterMs: flags.get("operation-stuck-after"),
+    unstick: flags.get("unstick") === "unmount",
+    unstickAfterMs: flags.get("unstick-after"),
     commandSpawner: flags.get("command-spawner") === "on",
     probeReady,
     demo,

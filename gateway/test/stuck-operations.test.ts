@@ -1,0 +1,250 @@
+// Stuck volume operations (issue 41) through a running gateway in front of a
+// stand-in driver that really runs `umount` under a per-volume lock (a retry
+// while one runs is ABORTED, as the Lustre drivers answer), on a fake node whose
+// umount blocks while the mount hangs. Durations are short; nothing asserts timing.
+
+import { afterEach, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  NodeGetStorageHealthRequestSchema,
+  NodeGetStorageHealthResponseSchema,
+  NodeGetVolumeHealthRequestSchema,
+  NodeGetVolumeHealthResponseSchema,
+  NodeUnpublishVolumeRequestSchema,
+} from "../gen/csi/v1/csi_pb.js";
+import { ProcessRoom } from "../src/exec/room.js";
+import { Metrics } from "../src/observability/metrics.js";
+import { trackOperations, type TrackedOperations } from "../src/storage-health/operations-view.js";
+import { Unsticker } from "../src/storage-health/unstick.js";
+import { ScriptedHealth } from "./helpers/scripted-health.js";
+import { FakeNode } from "./helpers/fake-umount.js";
+import { rawCall } from "./helpers/fake-csi-driver.js";
+import { eventually, probe, startHarness, type Harness } from "./gateway-mode-harness.js";
+
+const UNPUBLISH = "/csi.v1.Node/NodeUnpublishVolume";
+
+interface Setup {
+  h: Harness;
+  node: FakeNode;
+  kubelet: string;
+  tracked: TrackedOperations;
+  unsticker?: Unsticker;
+  room?: ProcessRoom;
+}
+
+let s: Setup | undefined;
+afterEach(async () => {
+  s?.unsticker?.stop();
+  s?.tracked.stop();
+  await s?.room?.stop();
+  await s?.h.close();
+  if (s) rmSync(s.node.dir, { recursive: true, force: true });
+  s = undefined;
+});
+
+/** The stand-in driver: NodeUnpublishVolume runs `umount PATH`, one per volume at a time. */
+function driveUnmounts(h: Harness, node: FakeNode): void {
+  const locked = new Set<string>();
+  h.driver.script(UNPUBLISH, (request) => {
+    const req = fromBinary(NodeUnpublishVolumeRequestSchema, request);
+    if (locked.has(req.volumeId)) {
+      return { error: { code: grpc.status.ABORTED, details: `an operation with the given volume ID ${req.volumeId} already exists` } };
+    }
+    // As the drivers do: a path no longer mounted is done at once (the retry after someone else unmounted it).
+    if (!node.mounts().split("\n").some((l) => l.split(" ")[1] === req.targetPath.replace(/ /g, "\\040"))) return {};
+    locked.add(req.volumeId);
+    return new Promise((resolve) =>
+      execFile("umount", [req.targetPath], { env: node.env }, (err, _out, stderr) => {
+        locked.delete(req.volumeId);
+        resolve(err ? { error: { code: grpc.status.INTERNAL, details: `umount failed: ${stderr}` } } : {});
+      }),
+    );
+  });
+}
+
+async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number } = {}): Promise<Setup> {
+  const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-")));
+  const kubelet = join(node.dir, "kubelet");
+  const inner = new ScriptedHealth();
+  const metrics = new Metrics({ processMetrics: false });
+  const tracked = trackOperations({ health: { view: inner.view, registry: inner.registry }, metrics, stuckAfterMs: 300 });
+  const h = await startHarness({ health: tracked.health, observe: tracked.observe, metrics });
+  driveUnmounts(h, node);
+  const setup: Setup = { h, node, kubelet, tracked };
+  if (opts.unstick) {
+    setup.room = new ProcessRoom({ procfs: node.procfs, env: node.env });
+    setup.unsticker = new Unsticker({
+      table: tracked.table,
+      room: setup.room,
+      readMounts: async () => ({ text: node.mounts(), at: Date.now() }),
+      kubeletDir: kubelet,
+      unstickAfterMs: 600,
+      forceTimeoutMs: 2000,
+      lazyTimeoutMs: 2000,
+      maxPathsPerWindow: opts.maxPathsPerWindow,
+      logger: h.logs.logger,
+      metrics: h.metrics,
+    });
+  }
+  return (s = setup);
+}
+
+/** One kubelet attempt: a short deadline, as the kubelet's is shorter than a hang. */
+function unpublish(h: Harness, volumeId: string, targetPath: string) {
+  const req = toBinary(NodeUnpublishVolumeRequestSchema, create(NodeUnpublishVolumeRequestSchema, { volumeId, targetPath }));
+  return rawCall(h.client, UNPUBLISH, req, { deadline: Date.now() + 500 });
+}
+
+async function volumeHealth(h: Harness, volumeId: string, path: string) {
+  const r = await rawCall(h.client, "/csi.v1.Node/NodeGetVolumeHealth", toBinary(NodeGetVolumeHealthRequestSchema, create(NodeGetVolumeHealthRequestSchema, { volumeId, volumePublishPath: path })));
+  return fromBinary(NodeGetVolumeHealthResponseSchema, r.response!).volumeHealth!.healthStatuses.map((e) => ({ status: e.status as number, reason: e.reason, message: e.message }));
+}
+
+async function storageHealth(h: Harness) {
+  const r = await rawCall(h.client, "/csi.v1.Node/NodeGetStorageHealth", toBinary(NodeGetStorageHealthRequestSchema, create(NodeGetStorageHealthRequestSchema)));
+  return fromBinary(NodeGetStorageHealthResponseSchema, r.response!).backendHealth.map((e) => ({ status: e.status as number, reason: e.reason, message: e.message }));
+}
+
+/** Retries like the kubelet until the volume reports `until`. */
+async function retryUntil<T>(h: Harness, vol: string, path: string, read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
+  return eventually(
+    async () => {
+      await unpublish(h, vol, path);
+      return read();
+    },
+    ok,
+    what,
+  );
+}
+
+const INACCESSIBLE = 2;
+const STORAGE_DEGRADED = 1;
+
+describe("stuck volume operations: tracked and reported", () => {
+  it("reports a hung unmount on the volume and the node after --operation-stuck-after, runs nothing itself, and clears when an attempt succeeds", async () => {
+    const { h, node, kubelet } = await setUp();
+    const target = join(kubelet, "pods", "p1", "volumes", "kubernetes.io~csi", "pv 1", "mount");
+    node.mount(target);
+    node.hang(target);
+
+    // The first attempt runs the driver's umount, which hangs; the retries meet its lock.
+    await eventually(async () => (await unpublish(h, "vol-1", target)).error?.code, (c) => c === grpc.status.ABORTED, "a retry refused");
+
+    const entries = await retryUntil(h, "vol-1", target, () => volumeHealth(h, "vol-1", target), (e) => e.length > 0, "stuck report");
+    expect(entries[0]).toMatchObject({ status: INACCESSIBLE, reason: "UnpublishStuck" });
+    expect(entries[0]!.message).toContain(`NodeUnpublishVolume of ${target} pending for`);
+    expect(entries[0]!.message).toMatch(/\d+ attempts, \d+ refused \(ABORTED\) or timed out, last ABORTED/);
+    const storage = await eventually(() => storageHealth(h), (e) => e.length > 0, "storage entry");
+    expect(storage[0]).toMatchObject({ status: STORAGE_DEGRADED, reason: "VolumeOperationsStuck" });
+    expect(storage[0]!.message).toMatch(/^1 volume operation stuck; the oldest: NodeUnpublishVolume/);
+    const metrics = await h.metrics.registry.metrics();
+    expect(metrics).toMatch(/probegate_volume_operations_stuck\{method="NodeUnpublishVolume"\} 1/);
+    expect(metrics).toMatch(/probegate_volume_operations_pending\{method="NodeUnpublishVolume"\} 1/);
+    // Readiness and Probe are not a stuck operation's business.
+    expect(await probe(h.client)).toEqual({ ready: true });
+
+    // Without --unstick nothing but the driver's own umount ran, however long it stays stuck.
+    const tracked = s!.tracked;
+    await retryUntil(h, "vol-1", target, async () => tracked.table.all()[0]?.attempts ?? 0, (n) => n >= 8, "more attempts");
+    expect(node.calls().every((argv) => argv.length === 1 && argv[0] === target)).toBe(true);
+    expect(node.mounts()).toContain("pv\\0401");
+
+    // The servers come back: the driver's umount returns, the next retry succeeds, the report goes.
+    node.recover(target);
+    await eventually(async () => (await unpublish(h, "vol-1", target)).error?.code ?? 0, (c) => c === 0, "retry succeeds");
+    expect(await volumeHealth(h, "vol-1", target)).toEqual([]);
+    expect(await storageHealth(h)).toEqual([]);
+    expect(await h.metrics.registry.metrics()).toMatch(/probegate_volume_operations_pending\{method="NodeUnpublishVolume"\} 0/);
+  });
+});
+
+describe("stuck volume operations: --unstick=unmount", () => {
+  const stepsOf = (node: FakeNode) => node.calls().filter((argv) => argv[0] === "-f" || argv[0] === "-l");
+
+  it("ends a hung unmount with umount -f, after which the driver's own umount returns and the retry succeeds", async () => {
+    const { h, node, kubelet } = await setUp({ unstick: true });
+    const target = join(kubelet, "pods", "p1", "volumes", "kubernetes.io~csi", "pv 1", "mount");
+    node.mount(target);
+    node.hang(target, "force");
+    await eventually(async () => (await unpublish(h, "vol-1", target)).error?.code ?? 0, (c) => c === 0, "a retry succeeds once probegate unmounted");
+    expect(stepsOf(node)).toEqual([["-f", target]]);
+    expect(node.mounts()).not.toContain("pv\\0401");
+    expect(await volumeHealth(h, "vol-1", target)).toEqual([]);
+    const metrics = await h.metrics.registry.metrics();
+    expect(metrics).toMatch(/probegate_unstick_steps_total\{step="force",outcome="unmounted"\} 1/);
+    expect(h.logs.text).toContain("stuck unmount ended by probegate");
+  });
+
+  it("goes on to umount -l when -f leaves the path mounted, one step at a time, once per path per --unstick-after", async () => {
+    const { h, node, kubelet } = await setUp({ unstick: true });
+    const target = join(kubelet, "pods", "p2", "volumes", "kubernetes.io~csi", "pv-2", "mount");
+    node.mount(target);
+    node.hang(target, "lazy-only");
+    await eventually(async () => (await unpublish(h, "vol-2", target)).error?.code ?? 0, (c) => c === 0, "a retry succeeds after the lazy unmount");
+    expect(stepsOf(node)).toEqual([
+      ["-f", target],
+      ["-l", target],
+    ]);
+    const metrics = await h.metrics.registry.metrics();
+    expect(metrics).toMatch(/probegate_unstick_steps_total\{step="force",outcome="failed"\} 1/);
+    expect(metrics).toMatch(/probegate_unstick_steps_total\{step="lazy",outcome="unmounted"\} 1/);
+    expect(s!.unsticker!.running()).toBe(0);
+  });
+
+  it("never touches a tmpfs path or a Lustre mount outside the kubelet directory, and says why", async () => {
+    const { h, node, kubelet } = await setUp({ unstick: true });
+    const tmpfs = join(kubelet, "pods", "p3", "volumes", "kubernetes.io~csi", "pv-3", "mount");
+    const outside = join(node.dir, "elsewhere", "mnt");
+    node.mount(tmpfs, "tmpfs", "tmpfs");
+    node.mount(outside);
+    node.hang(tmpfs);
+    node.hang(outside);
+    const refused = () => h.metrics.registry.metrics().then((m) => /probegate_unstick_steps_total\{step="none",outcome="refused"\} 2/.test(m));
+    await eventually(
+      async () => {
+        await Promise.all([unpublish(h, "vol-3", tmpfs), unpublish(h, "vol-4", outside)]);
+        return refused();
+      },
+      (ok) => ok,
+      "both refused",
+    );
+    expect(stepsOf(node)).toEqual([]);
+    expect(node.mounts()).toContain(tmpfs);
+    expect(node.mounts()).toContain(outside);
+    expect(h.logs.text).toContain("is a tmpfs mount, not lustre");
+    expect(h.logs.text).toContain("is not under the kubelet directory");
+    // Still reported: refusing to end it does not make it less stuck.
+    expect((await volumeHealth(h, "vol-3", tmpfs))[0]?.reason).toBe("UnpublishStuck");
+  });
+
+  it("starts at most the node-wide limit of paths per window", async () => {
+    const { h, node, kubelet } = await setUp({ unstick: true, maxPathsPerWindow: 1 });
+    const a = join(kubelet, "pods", "a", "volumes", "kubernetes.io~csi", "pv-a", "mount");
+    const b = join(kubelet, "pods", "b", "volumes", "kubernetes.io~csi", "pv-b", "mount");
+    for (const p of [a, b]) {
+      node.mount(p);
+      node.hang(p, "lazy-only");
+    }
+    const limited = () => h.metrics.registry.metrics().then((m) => /outcome="rate_limited"\} [1-9]/.test(m));
+    await eventually(
+      async () => {
+        await Promise.all([unpublish(h, "vol-a", a), unpublish(h, "vol-b", b)]);
+        return limited();
+      },
+      (ok) => ok,
+      "the second path waits for the next window",
+    );
+    // The invariant, by probegate's own clock: two paths' escalations start at least a window apart.
+    const starts = h.logs.lines
+      .map((l) => JSON.parse(l) as { msg: string; time: number })
+      .filter((l) => l.msg === "stuck unmount escalation started")
+      .map((l) => l.time);
+    expect(starts.length).toBeGreaterThanOrEqual(1);
+    for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(595);
+  });
+});
