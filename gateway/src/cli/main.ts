@@ -176,6 +176,11 @@ export async function main(argv: string[]): Promise<number> {
   // The spawner's read the catalog's spawner (none with --command-spawner=off: state off).
   metrics.commandSpawner.attach(checks.catalog.spawner);
   const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;
+  // Node mode forwards no calls and sees no operations: the gauges read 0 there (one dashboard for both modes).
+  if (!upstream?.health) {
+    const [{ operationMetrics }, { OperationTable }] = await Promise.all([import("../storage-health/operations-view.js"), import("../storage-health/operations.js")]);
+    operationMetrics(metrics, new OperationTable());
+  }
 
   let reporting: NodeReportingStarter | undefined;
   if (cfg.kube) {

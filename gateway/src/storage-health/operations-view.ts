@@ -18,6 +18,7 @@ import {
   type OperationTableOptions,
   type OperationTransition,
 } from "./operations.js";
+import { unstickCounter } from "./unstick.js";
 import type { HealthChange, StorageHealthEntry, StorageHealthView, VolumeHealthEntry, VolumeRegistry } from "./view.js";
 
 export const OPERATIONS_CHECK = "volume-operations";
@@ -134,8 +135,13 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
   };
 }
 
-function operationMetrics(m: Metrics, table: OperationTable, now: () => number): void {
+/**
+ * The operations' gauges and the unstick counter. Every mode exports them
+ * (node mode sees no operations: they read 0), so one dashboard fits all.
+ */
+export function operationMetrics(m: Metrics, table: OperationTable, now: () => number = Date.now): void {
   const registers = [m.registry];
+  unstickCounter(m);
   const byMethod = (stuckOnly: boolean) => {
     const counts = new Map<string, number>(OPERATION_METHODS.map((x) => [x, 0]));
     for (const op of table.all()) if (!stuckOnly || op.stuck) counts.set(op.method, counts.get(op.method)! + 1);

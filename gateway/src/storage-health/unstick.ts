@@ -52,6 +52,20 @@ export interface UnstickerOptions {
   now?: () => number;
 }
 
+/** The steps' counter, registered once per registry (every mode exports it, at 0 without --unstick). */
+export function unstickCounter(m: Metrics): Counter<"step" | "outcome"> {
+  const name = "probegate_unstick_steps_total";
+  return (
+    (m.registry.getSingleMetric(name) as Counter<"step" | "outcome"> | undefined) ??
+    new Counter({
+      name,
+      help: "Escalation steps on stuck unmounts (--unstick=unmount), by step (force, lazy, none for a refusal) and outcome.",
+      labelNames: ["step", "outcome"] as const,
+      registers: [m.registry],
+    })
+  );
+}
+
 const UNMOUNT_METHODS = new Set(["NodeUnpublishVolume", "NodeUnstageVolume"]);
 
 export class Unsticker {
@@ -68,16 +82,7 @@ export class Unsticker {
   constructor(private readonly opts: UnstickerOptions) {
     this.after = opts.unstickAfterMs ?? DEFAULT_UNSTICK_AFTER_MS;
     this.now = opts.now ?? Date.now;
-    const name = "probegate_unstick_steps_total";
-    this.counter = opts.metrics
-      ? ((opts.metrics.registry.getSingleMetric(name) as Counter<"step" | "outcome"> | undefined) ??
-        new Counter({
-          name,
-          help: "Escalation steps on stuck unmounts (--unstick=unmount), by step (force, lazy, none for a refusal) and outcome.",
-          labelNames: ["step", "outcome"] as const,
-          registers: [opts.metrics.registry],
-        }))
-      : undefined;
+    this.counter = opts.metrics ? unstickCounter(opts.metrics) : undefined;
     this.timer = setInterval(() => this.tick(), opts.tickMs ?? Math.min(15_000, Math.max(50, Math.floor(this.after / 4))));
     this.timer.unref();
   }
