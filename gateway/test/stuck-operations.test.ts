@@ -25,6 +25,13 @@ import { ScriptedHealth } from "./helpers/scripted-health.js";
 import { FakeNode } from "./helpers/fake-umount.js";
 import { rawCall } from "./helpers/fake-csi-driver.js";
 import { eventually, probe, startHarness, type Harness } from "./gateway-mode-harness.js";
+import { createKubeApi } from "../src/kube/client/api.js";
+import { loadClientConfig } from "../src/kube/client/kubeconfig.js";
+import { KubeMetrics } from "../src/kube/metrics.js";
+import { NodeReporter } from "../src/kube/reporter.js";
+import { createLogger } from "../src/observability/logger.js";
+import { FakeKubeApi } from "./helpers/fake-kube-api.js";
+import { writeFileSync } from "node:fs";
 
 const UNPUBLISH = "/csi.v1.Node/NodeUnpublishVolume";
 
@@ -246,5 +253,58 @@ describe("stuck volume operations: --unstick=unmount", () => {
       .map((l) => l.time);
     expect(starts.length).toBeGreaterThanOrEqual(1);
     for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(595);
+  });
+});
+
+describe("stuck volume operations: Events", () => {
+  it("a Warning on the Node and on the PV when an unmount gets stuck, a Normal on the Node when it ends, repeats aggregated", async () => {
+    const { h, node, kubelet, tracked } = await setUp();
+    const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" } }).start();
+    api.addNode("node-a");
+    const file = join(node.dir, "kubeconfig");
+    writeFileSync(file, api.kubeconfig("token-a"));
+    const km = new KubeMetrics(h.metrics);
+    const client = createKubeApi({ nodeName: "node-a", config: loadClientConfig({ files: [file], env: {} }), impersonateNode: false, requestTimeoutMs: 5000, onRequest: (r) => km.requests.inc(r), userAgent: "test" });
+    const reporter = new NodeReporter({
+      api: client,
+      spec: {
+        nodeName: "node-a",
+        condition: "lustre.csi.example.com/NodeReady",
+        conditionPerCheck: false,
+        taintMode: "bootstrap-only",
+        waitForCSINode: false,
+        impersonateNode: false,
+        timings: { heartbeatMs: 300_000, backoffCapMs: 1000, resyncMs: 60_000, writeIntervalMs: 20, requestTimeoutMs: 5000 },
+      },
+      readiness: h.readiness,
+      storageHealth: tracked.health.view,
+      driverName: () => "probegate.test",
+      logger: createLogger("silent"),
+      metrics: km,
+    });
+    reporter.start();
+    try {
+      const target = join(kubelet, "pods", "p1", "volumes", "kubernetes.io~csi", "pv-stuck", "mount");
+      const events = () => [...api.eventsV1.values()];
+      for (const round of [1, 2]) {
+        node.mount(target);
+        node.hang(target);
+        await retryUntil(h, "vol-1", target, async () => events().find((e) => e.reason === "UnpublishStuck" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `PV Warning, round ${round}`);
+        node.recover(target);
+        await eventually(async () => (await unpublish(h, "vol-1", target)).error?.code ?? 0, (c) => c === 0, "retry succeeds");
+        await eventually(async () => events().find((e) => e.reason === "StorageHealthRecovered" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `Node Normal, round ${round}`);
+      }
+      const onNode = events().filter((e) => e.regarding?.kind === "Node" && e.reason === "VolumeOperationsStuck");
+      expect(onNode).toHaveLength(1);
+      expect(onNode[0]).toMatchObject({ type: "Warning", series: { count: 2 } });
+      expect(onNode[0]!.note).toContain("NodeUnpublishVolume");
+      const onPv = events().filter((e) => e.regarding?.kind === "PersistentVolume");
+      expect(onPv.map((e) => [e.reason, e.regarding.name])).toEqual([["UnpublishStuck", "pv-stuck"]]);
+      expect(onPv[0]!.note).toContain(target);
+    } finally {
+      await reporter.stop();
+      client.close();
+      await api.close();
+    }
   });
 });
