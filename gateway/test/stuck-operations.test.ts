@@ -256,7 +256,9 @@ describe("stuck volume operations: --unstick=unmount", () => {
   });
 });
 
-describe("stuck volume operations: Events", () => {
+const OPS_CONDITION = "lustre.csi.example.com/NoStuckVolumeOperations";
+
+describe("stuck volume operations: Events and the opt-in Node condition", () => {
   it("a Warning on the Node and on the PV when an unmount gets stuck, a Normal on the Node when it ends, repeats aggregated", async () => {
     const { h, node, kubelet, tracked } = await setUp();
     const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" } }).start();
@@ -270,6 +272,7 @@ describe("stuck volume operations: Events", () => {
       spec: {
         nodeName: "node-a",
         condition: "lustre.csi.example.com/NodeReady",
+        operationsCondition: OPS_CONDITION,
         conditionPerCheck: false,
         taintMode: "bootstrap-only",
         waitForCSINode: false,
@@ -290,8 +293,13 @@ describe("stuck volume operations: Events", () => {
         node.mount(target);
         node.hang(target);
         await retryUntil(h, "vol-1", target, async () => events().find((e) => e.reason === "UnpublishStuck" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `PV Warning, round ${round}`);
+        // The opt-in condition says so, for an operator or the Node Readiness Controller; readiness does not.
+        await eventually(async () => api.condition("node-a", OPS_CONDITION)?.status, (st) => st === "False", "operations condition False");
+        expect(api.condition("node-a", OPS_CONDITION)).toMatchObject({ reason: "VolumeOperationsStuck" });
+        expect(api.condition("node-a", "lustre.csi.example.com/NodeReady")?.status).toBe("True");
         node.recover(target);
         await eventually(async () => (await unpublish(h, "vol-1", target)).error?.code ?? 0, (c) => c === 0, "retry succeeds");
+        await eventually(async () => api.condition("node-a", OPS_CONDITION)?.status, (st) => st === "True", "operations condition True again");
         await eventually(async () => events().find((e) => e.reason === "StorageHealthRecovered" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `Node Normal, round ${round}`);
       }
       const onNode = events().filter((e) => e.regarding?.kind === "Node" && e.reason === "VolumeOperationsStuck");

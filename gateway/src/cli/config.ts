@@ -303,6 +303,14 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     if (problem) throw new UsageError(`--node-storage-condition: "${storageCondition}" ${problem}`);
     if (storageCondition === condition) throw new UsageError("--node-storage-condition: must differ from --node-condition");
   }
+  const operationsCondition = flags.optional("node-operations-condition");
+  if (operationsCondition !== undefined) {
+    const problem = qualifiedNameProblem(operationsCondition, true);
+    if (problem) throw new UsageError(`--node-operations-condition: "${operationsCondition}" ${problem}`);
+    if (operationsCondition === condition || operationsCondition === storageCondition) {
+      throw new UsageError("--node-operations-condition: must differ from --node-condition and --node-storage-condition");
+    }
+  }
   const impersonate = flags.on("impersonate-node");
   if (condition !== undefined) {
     const problem = qualifiedNameProblem(condition, true);
@@ -327,7 +335,7 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     writeIntervalMs: flags.get("node-write-interval"),
     requestTimeoutMs: 10_000,
   };
-  if (condition === undefined && taint === undefined && storageCondition === undefined) {
+  if (condition === undefined && taint === undefined && storageCondition === undefined && operationsCondition === undefined) {
     if (impersonate) throw new UsageError("--impersonate-node: needs --node-condition or --node-taint");
     const idle = REPORTING_ONLY.find((f) => flags.given(f));
     if (idle) {
@@ -337,7 +345,7 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     }
     return undefined;
   }
-  const what = condition !== undefined ? "node-condition" : taint !== undefined ? "node-taint" : "node-storage-condition";
+  const what = condition !== undefined ? "node-condition" : taint !== undefined ? "node-taint" : storageCondition !== undefined ? "node-storage-condition" : "node-operations-condition";
   if (!nodeName) throw new UsageError(`--${what}: needs --node-name (or NODE_NAME)`);
   const validName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) && nodeName.length <= 253;
   if (!validName) throw new UsageError(`--node-name: "${nodeName}" is not a valid node name (a lowercase DNS subdomain)`);
@@ -350,6 +358,7 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     conditionPerCheck: perCheck,
     ...(storageCondition !== undefined ? { storageCondition } : {}),
     ...(storageTaint ? { storageTaint } : {}),
+    ...(operationsCondition !== undefined ? { operationsCondition } : {}),
     taint,
     taintMode,
     waitForCSINode,

@@ -205,6 +205,8 @@ export const FLAGS = [
     help: "Also one condition per check, type <domain of --node-condition>/<check name>." }),
   flag({ group: "Kubernetes node", name: "node-storage-condition", arg: "TYPE",
     help: "Off by default. A second Node condition from the storage health checks (e.g. lustre.csi.example.com/StorageReachable): False while a file system is STORAGE_UNREACHABLE, True otherwise (degraded ones named in the message), Unknown until the first round. Never part of the readiness verdict or Probe." }),
+  flag({ group: "Kubernetes node", name: "node-operations-condition", arg: "TYPE",
+    help: "Off by default. A Node condition from stuck volume operations (gateway mode, --operation-stuck-after; e.g. lustre.csi.example.com/NoStuckVolumeOperations): False (reason VolumeOperationsStuck) while any mount or unmount is stuck, True otherwise, so an operator or the Node Readiness Controller can cordon or drain the node. Never part of the readiness verdict or Probe. Node mode sees no operations: always True there." }),
   flag({ group: "Kubernetes node", name: "node-storage-taint", type: "boolean",
     help: "Off by default. --node-taint also follows storage health: a STORAGE_UNREACHABLE entry counts as not ready for the taint (continuous mode adds it; bootstrap-only mode keeps it until storage is reachable), never for Probe or the readiness condition." }),
   flag({ group: "Kubernetes node", name: "node-heartbeat", arg: "DURATION", default: "5m", parse: durationAtLeast(1000),

@@ -9,7 +9,7 @@ import type { StorageHealthView } from "../storage-health/view.js";
 import type { Logger } from "../observability/logger.js";
 import { KubeError, type Identity, type KubeApi } from "./client/api.js";
 import { Backoff, TokenBucket } from "./backoff.js";
-import { desiredState, storageCondition, type DesiredState } from "./desired.js";
+import { desiredState, operationsCondition, storageCondition, type DesiredState } from "./desired.js";
 import { NodeEvents } from "./events.js";
 import { HealthEvents } from "./health-events.js";
 import type { KubeMetrics } from "./metrics.js";
@@ -115,7 +115,7 @@ export class NodeReporter {
     this.unsubscribe = this.opts.readiness.subscribe(() => this.onSnapshot());
     this.healthEvents?.start();
     // The storage condition and taint follow storage changes between readiness snapshots too.
-    if (this.opts.storageHealth && (this.spec.storageCondition || this.spec.storageTaint)) {
+    if (this.opts.storageHealth && (this.spec.storageCondition || this.spec.storageTaint || this.spec.operationsCondition)) {
       this.unsubscribeStorage = this.opts.storageHealth.subscribe((c) => {
         if (c.storage) this.onSnapshot();
       });
@@ -137,6 +137,7 @@ export class NodeReporter {
 
   private compute(): DesiredState {
     const d = desiredState(this.opts.readiness.snapshot(), this.spec.condition, this.spec.conditionPerCheck);
+    if (this.spec.operationsCondition) d.conditions.push(operationsCondition(this.opts.storageHealth?.storage() ?? [], d.known, this.spec.operationsCondition));
     if (!this.spec.storageCondition && !this.spec.storageTaint) return d;
     // Without a storage view (no storage checks wired) nothing adverse is known.
     const st = storageCondition(this.opts.storageHealth?.storage() ?? [], d.known, this.spec.storageCondition ?? "");
@@ -214,7 +215,7 @@ export class NodeReporter {
         this.watch.ensure();
       }
       let done = true;
-      if (this.spec.condition || this.spec.storageCondition) {
+      if (this.spec.condition || this.spec.storageCondition || this.spec.operationsCondition) {
         step = "write condition";
         done = (await this.syncConditions()) && done;
       }
@@ -273,7 +274,7 @@ export class NodeReporter {
     this.m.lastWrite.set(this.now() / 1000);
     for (const c of plan.write) {
       for (const s of ["True", "False", "Unknown"]) this.m.conditionStatus.set({ condition: c.type, status: s }, c.status === s ? 1 : 0);
-      if (c.type !== this.spec.condition && c.type !== this.spec.storageCondition) this.perCheckWritten.add(c.type);
+      if (c.type !== this.spec.condition && c.type !== this.spec.storageCondition && c.type !== this.spec.operationsCondition) this.perCheckWritten.add(c.type);
     }
     for (const t of plan.remove) {
       this.perCheckWritten.delete(t);
