@@ -21,6 +21,7 @@ import { ProcessRoom } from "../src/exec/room.js";
 import { Metrics } from "../src/observability/metrics.js";
 import { trackOperations, type TrackedOperations } from "../src/storage-health/operations-view.js";
 import { Unsticker } from "../src/storage-health/unstick.js";
+import { OperationTable } from "../src/storage-health/operations.js";
 import { ScriptedHealth } from "./helpers/scripted-health.js";
 import { FakeNode } from "./helpers/fake-umount.js";
 import { rawCall } from "./helpers/fake-csi-driver.js";
@@ -74,7 +75,7 @@ function driveUnmounts(h: Harness, node: FakeNode): void {
   });
 }
 
-async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number } = {}): Promise<Setup> {
+async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number; forceTimeoutMs?: number; roomPath?: string } = {}): Promise<Setup> {
   const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-")));
   const kubelet = join(node.dir, "kubelet");
   const inner = new ScriptedHealth();
@@ -84,14 +85,14 @@ async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number } = {
   driveUnmounts(h, node);
   const setup: Setup = { h, node, kubelet, tracked };
   if (opts.unstick) {
-    setup.room = new ProcessRoom({ procfs: node.procfs, env: node.env });
+    setup.room = new ProcessRoom({ procfs: node.procfs, env: opts.roomPath ? { ...node.env, PATH: opts.roomPath } : node.env });
     setup.unsticker = new Unsticker({
       table: tracked.table,
       room: setup.room,
       readMounts: async () => ({ text: node.mounts(), at: Date.now() }),
       kubeletDir: kubelet,
       unstickAfterMs: 600,
-      forceTimeoutMs: 2000,
+      forceTimeoutMs: opts.forceTimeoutMs ?? 2000,
       lazyTimeoutMs: 2000,
       maxPathsPerWindow: opts.maxPathsPerWindow,
       logger: h.logs.logger,
@@ -314,5 +315,81 @@ describe("stuck volume operations: Events and the opt-in Node condition", () => 
       client.close();
       await api.close();
     }
+  });
+});
+
+describe("stuck volume operations: faults and bad input", () => {
+  it("an umount -f that hangs itself is ended at its deadline, then umount -l", async () => {
+    const { h, node, kubelet } = await setUp({ unstick: true, forceTimeoutMs: 500 });
+    const target = join(kubelet, "pods", "p5", "volumes", "kubernetes.io~csi", "pv-5", "mount");
+    node.mount(target);
+    node.hang(target, "force-hangs");
+    await eventually(async () => (await unpublish(h, "vol-5", target)).error?.code ?? 0, (c) => c === 0, "a retry succeeds after the lazy unmount");
+    const metrics = await h.metrics.registry.metrics();
+    expect(metrics).toMatch(/probegate_unstick_steps_total\{step="force",outcome="timeout"\} 1/);
+    expect(metrics).toMatch(/probegate_unstick_steps_total\{step="lazy",outcome="unmounted"\} 1/);
+    expect(s!.unsticker!.running()).toBe(0);
+  });
+
+  it("a missing umount is a failed step with a clear reason; the report stays and Probe answers", async () => {
+    const { h, node, kubelet } = await setUp({ unstick: true, roomPath: join(tmpdir(), "pg-no-such-dir") });
+    const target = join(kubelet, "pods", "p6", "volumes", "kubernetes.io~csi", "pv-6", "mount");
+    node.mount(target);
+    node.hang(target);
+    await retryUntil(h, "vol-6", target, () => h.metrics.registry.metrics(), (m) => /step="lazy",outcome="failed"\} [1-9]/.test(m), "both steps failed");
+    expect(h.logs.text).toMatch(/umount -f [^"]*: [^"]*(ENOENT|not found)/);
+    expect(node.mounts()).toContain("pv-6");
+    expect((await volumeHealth(h, "vol-6", target))[0]?.reason).toBe("UnpublishStuck");
+    expect(await probe(h.client)).toEqual({ ready: true });
+    node.recover(target);
+  });
+
+  it("garbage and hostile requests are forwarded and not tracked; Probe answers", async () => {
+    const { h, tracked } = await setUp();
+    h.driver.script(UNPUBLISH, { error: { code: grpc.status.INVALID_ARGUMENT, details: "bad request" } });
+    const garbage = await rawCall(h.client, UNPUBLISH, Buffer.from([0xff, 0xff, 0xff, 0x01]));
+    expect(garbage.error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const nul = toBinary(NodeUnpublishVolumeRequestSchema, create(NodeUnpublishVolumeRequestSchema, { volumeId: "a\0b", targetPath: "/x" }));
+    const long = toBinary(NodeUnpublishVolumeRequestSchema, create(NodeUnpublishVolumeRequestSchema, { volumeId: "v".repeat(2000), targetPath: "/x" }));
+    const dots = toBinary(NodeUnpublishVolumeRequestSchema, create(NodeUnpublishVolumeRequestSchema, { volumeId: "v", targetPath: "/a/../b" }));
+    for (const r of [nul, long, dots]) expect((await rawCall(h.client, UNPUBLISH, r)).error?.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(tracked.table.size()).toBe(0);
+    expect(tracked.table.untracked).toBe(4);
+    expect(await probe(h.client)).toEqual({ ready: true });
+  });
+});
+
+describe("the operation table (bounds)", () => {
+  const call = (volumeId: string, status: number, path = `/k/${volumeId}`) => ({
+    path: UNPUBLISH,
+    request: toBinary(NodeUnpublishVolumeRequestSchema, create(NodeUnpublishVolumeRequestSchema, { volumeId, targetPath: path })),
+    status,
+    durationMs: 10,
+  });
+
+  it("holds at most its cap (thousands of volumes): new operations are counted, never an old one evicted; success frees room", () => {
+    const t = new OperationTable({ maxOperations: 100, stuckAfterMs: 0 });
+    for (let i = 0; i < 5000; i++) t.observe(call(`vol-${i}`, grpc.status.DEADLINE_EXCEEDED));
+    expect(t.size()).toBe(100);
+    expect(t.untracked).toBe(4900);
+    expect(t.all()[0]!.volumeId).toBe("vol-0");
+    t.observe(call("vol-0", grpc.status.OK));
+    t.observe(call("vol-new", grpc.status.ABORTED));
+    expect(t.size()).toBe(100);
+    expect(t.all().some((op) => op.volumeId === "vol-new")).toBe(true);
+  });
+
+  it("counts attempts per operation and forgets every operation on a volume and path when one succeeds", () => {
+    const t = new OperationTable({ stuckAfterMs: 0 });
+    t.observe(call("v", grpc.status.DEADLINE_EXCEEDED));
+    t.observe(call("v", grpc.status.ABORTED));
+    t.observe(call("v", grpc.status.INTERNAL));
+    expect(t.all()).toMatchObject([{ method: "NodeUnpublishVolume", attempts: 3, refusedOrTimedOut: 2, last: "INTERNAL" }]);
+    const ended: string[] = [];
+    t.subscribe((ts) => ended.push(...ts.map((x) => x.kind)));
+    t.tick();
+    t.observe(call("v", grpc.status.OK));
+    expect(t.size()).toBe(0);
+    expect(ended).toEqual(["stuck", "ended"]);
   });
 });

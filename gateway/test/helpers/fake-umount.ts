@@ -30,15 +30,18 @@ if (args.includes("-l")) {
   process.exit(0);
 }
 if (args.includes("-f")) {
-  if (hung() && fs.readFileSync(hang, "utf8") === "lazy-only") {
+  // The forced unmount itself blocks (a client that does not abort): only its deadline ends it.
+  if (hung() && fs.readFileSync(hang, "utf8") === "force-hangs") setInterval(() => {}, 1000);
+  else if (hung() && fs.readFileSync(hang, "utf8") === "lazy-only") {
     process.stderr.write("umount: " + target + ": target is busy.\\n");
     process.exit(32);
-  }
+  } else {
   fs.rmSync(hang, { force: true });
   if (!mounted()) { process.stderr.write("umount: " + target + ": not mounted.\\n"); process.exit(32); }
   detach();
   process.exit(0);
-}
+  }
+} else {
 const wait = () => {
   if (hung()) return setTimeout(wait, 20);
   // Released: the kernel finished (or someone else did) the unmount.
@@ -46,6 +49,7 @@ const wait = () => {
   process.exit(0);
 };
 wait();
+}
 `;
 
 export class FakeNode {
@@ -69,8 +73,8 @@ export class FakeNode {
     appendFileSync(join(this.procfs, "mounts"), `${device} ${path.replace(/ /g, "\\040")} ${fsType} rw,flock 0 0\n`);
   }
 
-  /** The mount's client hangs: a plain umount blocks; "force" is released by -f, "lazy-only" only by -l. */
-  hang(path: string, kind: "force" | "lazy-only" = "force"): void {
+  /** The mount's client hangs: a plain umount blocks; "force" is released by -f, "lazy-only" only by -l (-f fails busy), "force-hangs" only by -l (-f blocks too). */
+  hang(path: string, kind: "force" | "lazy-only" | "force-hangs" = "force"): void {
     writeFileSync(join(this.dir, "hang", encodeURIComponent(path)), kind);
   }
 
