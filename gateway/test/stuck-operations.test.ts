@@ -262,31 +262,7 @@ const OPS_CONDITION = "lustre.csi.example.com/NoStuckVolumeOperations";
 describe("stuck volume operations: Events and the opt-in Node condition", () => {
   it("a Warning on the Node and on the PV when an unmount gets stuck, a Normal on the Node when it ends, repeats aggregated", async () => {
     const { h, node, kubelet, tracked } = await setUp();
-    const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" } }).start();
-    api.addNode("node-a");
-    const file = join(node.dir, "kubeconfig");
-    writeFileSync(file, api.kubeconfig("token-a"));
-    const km = new KubeMetrics(h.metrics);
-    const client = createKubeApi({ nodeName: "node-a", config: loadClientConfig({ files: [file], env: {} }), impersonateNode: false, requestTimeoutMs: 5000, onRequest: (r) => km.requests.inc(r), userAgent: "test" });
-    const reporter = new NodeReporter({
-      api: client,
-      spec: {
-        nodeName: "node-a",
-        condition: "lustre.csi.example.com/NodeReady",
-        operationsCondition: OPS_CONDITION,
-        conditionPerCheck: false,
-        taintMode: "bootstrap-only",
-        waitForCSINode: false,
-        impersonateNode: false,
-        timings: { heartbeatMs: 300_000, backoffCapMs: 1000, resyncMs: 60_000, writeIntervalMs: 20, requestTimeoutMs: 5000 },
-      },
-      readiness: h.readiness,
-      storageHealth: tracked.health.view,
-      driverName: () => "probegate.test",
-      logger: createLogger("silent"),
-      metrics: km,
-    });
-    reporter.start();
+    const { api, close } = await reportTo(h, node, tracked);
     try {
       const target = join(kubelet, "pods", "p1", "volumes", "kubernetes.io~csi", "pv-stuck", "mount");
       const events = () => [...api.eventsV1.values()];
@@ -311,12 +287,70 @@ describe("stuck volume operations: Events and the opt-in Node condition", () => 
       expect(onPv.map((e) => [e.reason, e.regarding.name])).toEqual([["UnpublishStuck", "pv-stuck"]]);
       expect(onPv[0]!.note).toContain(target);
     } finally {
-      await reporter.stop();
-      client.close();
-      await api.close();
+      await close();
+    }
+  });
+
+  it("each --unstick step is an Event on the Node and the PV", async () => {
+    const { h, node, kubelet, tracked, unsticker } = await setUp({ unstick: true });
+    const { api, close } = await reportTo(h, node, tracked, unsticker);
+    try {
+      const target = join(kubelet, "pods", "p7", "volumes", "kubernetes.io~csi", "pv-seven", "mount");
+      node.mount(target);
+      node.hang(target, "lazy-only");
+      await eventually(async () => (await unpublish(h, "vol-7", target)).error?.code ?? 0, (c) => c === 0, "a retry succeeds after the lazy unmount");
+      const events = () => [...api.eventsV1.values()].filter((e) => e.action === "Unstick");
+      await eventually(async () => events().length, (n) => n === 4, "two steps, each on the Node and the PV");
+      expect(events().map((e) => [e.reason, e.regarding.kind, e.type]).sort()).toEqual([
+        ["UnmountForced", "Node", "Warning"],
+        ["UnmountForced", "PersistentVolume", "Warning"],
+        ["UnmountLazy", "Node", "Warning"],
+        ["UnmountLazy", "PersistentVolume", "Warning"],
+      ]);
+      expect(events().find((e) => e.reason === "UnmountLazy")!.note).toContain(`unmounted: umount -l ${target}: exit 0; no longer mounted`);
+    } finally {
+      await close();
     }
   });
 });
+
+/** probegate's node reporter in this process, against the fake API server (its validation as the real one's). */
+async function reportTo(h: Harness, node: FakeNode, tracked: TrackedOperations, unstick?: Unsticker) {
+  const api = await new FakeKubeApi({ tokens: { "token-a": "node-a" } }).start();
+  api.addNode("node-a");
+  const file = join(node.dir, "kubeconfig");
+  writeFileSync(file, api.kubeconfig("token-a"));
+  const km = new KubeMetrics(h.metrics);
+  const client = createKubeApi({ nodeName: "node-a", config: loadClientConfig({ files: [file], env: {} }), impersonateNode: false, requestTimeoutMs: 5000, onRequest: (r) => km.requests.inc(r), userAgent: "test" });
+  const reporter = new NodeReporter({
+    api: client,
+    spec: {
+      nodeName: "node-a",
+      condition: "lustre.csi.example.com/NodeReady",
+      operationsCondition: OPS_CONDITION,
+      conditionPerCheck: false,
+      taintMode: "bootstrap-only",
+      waitForCSINode: false,
+      impersonateNode: false,
+      timings: { heartbeatMs: 300_000, backoffCapMs: 1000, resyncMs: 60_000, writeIntervalMs: 20, requestTimeoutMs: 5000 },
+    },
+    readiness: h.readiness,
+    storageHealth: tracked.health.view,
+    unstick,
+    driverName: () => "probegate.test",
+    logger: createLogger("silent"),
+    metrics: km,
+  });
+  reporter.start();
+  return {
+    api,
+    close: async () => {
+      await reporter.stop();
+      client.close();
+      await api.close();
+    },
+  };
+}
 
 describe("stuck volume operations: faults and bad input", () => {
   it("an umount -f that hangs itself is ended at its deadline, then umount -l", async () => {

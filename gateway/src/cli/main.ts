@@ -12,6 +12,8 @@ import { VERSION } from "./package-info.js";
 import { spokenAbis } from "../runtime/abi/index.js";
 import { storageHealthMetrics } from "../storage-health/view-metrics.js";
 import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
+import type { UnstickSource } from "../kube/unstick-events.js";
+import type { StorageHealthView } from "../storage-health/view.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
 
@@ -57,6 +59,8 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     ...gateway,
     /** The health with stuck operations in it, for node reporting. */
     health: ops?.health,
+    /** --unstick=unmount's steps, for Events. */
+    unstick: ops?.unstick,
     close: async () => {
       ops?.stop();
       await gateway.close();
@@ -72,7 +76,7 @@ async function trackedOperations(cfg: Config, checks: RunningChecks, logger: Log
   if (!checks.health) return undefined;
   const { trackOperations } = await import("../storage-health/operations-view.js");
   const tracked = trackOperations({ health: { view: checks.health.view, registry: checks.health.registry }, metrics, stuckAfterMs: cfg.operationStuckAfterMs });
-  if (!cfg.unstick) return tracked;
+  if (!cfg.unstick) return { ...tracked, unstick: undefined };
   const { Unsticker } = await import("../storage-health/unstick.js");
   const catalog = checks.catalog;
   const unsticker = new Unsticker({
@@ -87,7 +91,7 @@ async function trackedOperations(cfg: Config, checks: RunningChecks, logger: Log
     logger: logger.child({ component: "unstick" }),
     metrics,
   });
-  return { ...tracked, stop: () => (unsticker.stop(), tracked.stop()) };
+  return { ...tracked, unstick: unsticker, stop: () => (unsticker.stop(), tracked.stop()) };
 }
 
 type NodeReportingStarter = { start(): { stop(): Promise<void> } };
@@ -103,11 +107,12 @@ async function prepareReporting(
   checks: RunningChecks,
   logger: Logger,
   metrics: Metrics,
-  /** Gateway mode: the health with stuck operations in it. */
-  storageHealth = checks.health?.view,
+  /** Gateway mode: the health with stuck operations in it, and the unstick steps. */
+  upstream?: { health?: { view: StorageHealthView }; unstick?: UnstickSource },
 ): Promise<NodeReportingStarter> {
   const { prepareNodeReporting } = await import("../kube/index.js");
-  return prepareNodeReporting({ spec, readiness: checks.engine, storageHealth, driverName, logger, metrics, version: VERSION, env: process.env });
+  const storageHealth = upstream?.health?.view ?? checks.health?.view;
+  return prepareNodeReporting({ spec, readiness: checks.engine, storageHealth, unstick: upstream?.unstick, driverName, logger, metrics, version: VERSION, env: process.env });
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -188,7 +193,7 @@ export async function main(argv: string[]): Promise<number> {
       // The name the node's CSINode must list before a startup taint goes: in
       // gateway mode the driver's own, once it has answered GetPluginInfo.
       const driverName = upstream ? () => upstream.status.driverName : () => cfg.driverName;
-      reporting = await prepareReporting(cfg.kube, driverName, checks, logger, metrics, upstream?.health?.view);
+      reporting = await prepareReporting(cfg.kube, driverName, checks, logger, metrics, upstream);
     } catch (err) {
       await upstream?.close();
       await checks.stop();

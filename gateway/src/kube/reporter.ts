@@ -12,6 +12,7 @@ import { Backoff, TokenBucket } from "./backoff.js";
 import { desiredState, operationsCondition, storageCondition, type DesiredState } from "./desired.js";
 import { NodeEvents } from "./events.js";
 import { HealthEvents } from "./health-events.js";
+import { recordUnstickEvents, type UnstickSource } from "./unstick-events.js";
 import type { KubeMetrics } from "./metrics.js";
 import { FailureLog } from "./failure-log.js";
 import { planConditions, planTaint } from "./node-plan.js";
@@ -29,6 +30,8 @@ export interface NodeReporterOptions {
   metrics: KubeMetrics;
   /** Storage and volume health: Events on transitions, and the opt-in storage condition and taint. */
   storageHealth?: StorageHealthView;
+  /** --unstick=unmount's steps, each an Event. */
+  unstick?: UnstickSource;
   now?: () => number;
 }
 
@@ -51,6 +54,7 @@ export class NodeReporter {
   private readonly events: NodeEvents;
   private readonly healthEvents: HealthEvents | undefined;
   private unsubscribeStorage: (() => void) | null = null;
+  private unsubscribeUnstick: (() => void) | null = null;
   /** Identity for reading the Node and writing its status. */
   private readonly statusAs: Identity;
 
@@ -114,6 +118,12 @@ export class NodeReporter {
   start(): void {
     this.unsubscribe = this.opts.readiness.subscribe(() => this.onSnapshot());
     this.healthEvents?.start();
+    if (this.opts.unstick) {
+      this.unsubscribeUnstick = recordUnstickEvents(this.opts.unstick, this.spec.nodeName, (type, reason, note, o) => {
+        this.events.record(type, reason, note, this.now(), o);
+        this.kick();
+      });
+    }
     // The storage condition and taint follow storage changes between readiness snapshots too.
     if (this.opts.storageHealth && (this.spec.storageCondition || this.spec.storageTaint || this.spec.operationsCondition)) {
       this.unsubscribeStorage = this.opts.storageHealth.subscribe((c) => {
@@ -129,6 +139,7 @@ export class NodeReporter {
     this.stopped = true;
     this.unsubscribe?.();
     this.unsubscribeStorage?.();
+    this.unsubscribeUnstick?.();
     this.healthEvents?.stop();
     if (this.timer) clearTimeout(this.timer);
     this.watch.stop();

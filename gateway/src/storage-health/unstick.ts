@@ -78,6 +78,7 @@ export class Unsticker {
   private readonly timer: NodeJS.Timeout;
   private readonly counter: Counter<"step" | "outcome"> | undefined;
   private stopped = false;
+  private readonly listeners = new Set<(r: UnstickReport) => void>();
 
   constructor(private readonly opts: UnstickerOptions) {
     this.after = opts.unstickAfterMs ?? DEFAULT_UNSTICK_AFTER_MS;
@@ -85,6 +86,12 @@ export class Unsticker {
     this.counter = opts.metrics ? unstickCounter(opts.metrics) : undefined;
     this.timer = setInterval(() => this.tick(), opts.tickMs ?? Math.min(15_000, Math.max(50, Math.floor(this.after / 4))));
     this.timer.unref();
+  }
+
+  /** Told of every step and refusal (Events). */
+  subscribe(fn: (r: UnstickReport) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
   }
 
   /** Paths with a step running now (at most one each). */
@@ -165,10 +172,12 @@ export class Unsticker {
     const line = { method: r.op.method, volumeId: r.op.volumeId.slice(0, 128), path: r.op.path, step: r.step ?? "none", outcome: r.outcome, detail: r.detail };
     if (r.outcome === "unmounted") this.opts.logger.warn(line, "stuck unmount ended by probegate");
     else this.opts.logger.warn(line, "stuck unmount escalation step");
-    try {
-      this.opts.onReport?.(r);
-    } catch {
-      // Reporting must not break the escalation's bookkeeping.
+    for (const fn of [...(this.opts.onReport ? [this.opts.onReport] : []), ...this.listeners]) {
+      try {
+        fn(r);
+      } catch {
+        // Reporting must not break the escalation's bookkeeping.
+      }
     }
   }
 }
