@@ -147,46 +147,20 @@ export function operationMetrics(m: Metrics, table: OperationTable, now: () => n
     for (const op of table.all()) if (!stuckOnly || op.stuck) counts.set(op.method, counts.get(op.method)! + 1);
     return counts;
   };
-  const existing = (name: string) => m.registry.getSingleMetric(name);
-  if (!existing("probegate_volume_operations_pending"))
-    new Gauge({
-      name: "probegate_volume_operations_pending",
-      help: "Forwarded volume operations (gateway mode) whose attempts have not succeeded yet, by method.",
-      labelNames: ["method"] as const,
-      registers,
-      collect() {
-        for (const [method, n] of byMethod(false)) this.set({ method }, n);
-      },
-    });
-  if (!existing("probegate_volume_operations_stuck"))
-    new Gauge({
-      name: "probegate_volume_operations_stuck",
-      help: "Pending volume operations older than --operation-stuck-after, by method.",
-      labelNames: ["method"] as const,
-      registers,
-      collect() {
-        for (const [method, n] of byMethod(true)) this.set({ method }, n);
-      },
-    });
-  if (!existing("probegate_volume_operation_oldest_pending_seconds"))
-    new Gauge({
-      name: "probegate_volume_operation_oldest_pending_seconds",
-      help: "Age of the oldest pending volume operation, from its first attempt (0 when none).",
-      registers,
-      collect() {
-        const first = table.all().reduce((a, op) => Math.min(a, op.firstAt), Infinity);
-        this.set(Number.isFinite(first) ? (now() - first) / 1000 : 0);
-      },
-    });
-  if (!existing("probegate_volume_operations_untracked"))
-    new Gauge({
-      name: "probegate_volume_operations_untracked",
-      help: "Forwarded volume operations not tracked since start: the table was full or the request named no usable volume.",
-      registers,
-      collect() {
-        this.set(table.untracked);
-      },
-    });
+  const gauge = (name: string, help: string, collect: (g: Gauge<"method">) => void, labelNames: readonly "method"[] = []) => {
+    if (!m.registry.getSingleMetric(name)) new Gauge({ name, help, labelNames, registers, collect() { collect(this); } });
+  };
+  gauge("probegate_volume_operations_pending", "Forwarded volume operations (gateway mode) whose attempts have not succeeded yet, by method.", (g) => {
+    for (const [method, n] of byMethod(false)) g.set({ method }, n);
+  }, ["method"]);
+  gauge("probegate_volume_operations_stuck", "Pending volume operations older than --operation-stuck-after, by method.", (g) => {
+    for (const [method, n] of byMethod(true)) g.set({ method }, n);
+  }, ["method"]);
+  gauge("probegate_volume_operation_oldest_pending_seconds", "Age of the oldest pending volume operation, from its first attempt (0 when none).", (g) => {
+    const first = table.all().reduce((a, op) => Math.min(a, op.firstAt), Infinity);
+    g.set(Number.isFinite(first) ? (now() - first) / 1000 : 0);
+  });
+  gauge("probegate_volume_operations_untracked", "Forwarded volume operations not tracked since start: the table was full or the request named no usable volume.", (g) => g.set(table.untracked));
 }
 
 /**

@@ -8,7 +8,7 @@
 // map update. Bounded: at most `maxOperations` entries; past it a new
 // operation is counted and not tracked, never an old one evicted.
 
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, type DescMessage } from "@bufbuild/protobuf";
 import {
   NodeExpandVolumeRequestSchema,
   NodePublishVolumeRequestSchema,
@@ -36,30 +36,20 @@ export const STUCK_REASON: Record<OperationMethod, string> = {
 
 const READ = { readUnknownFields: false } as const;
 
-/** The volume and path a mount-API request names; undefined for another call or one without a volume id. */
-function target(method: OperationMethod, request: Uint8Array): { volumeId: string; path: string } | undefined {
-  switch (method) {
-    case "NodeStageVolume": {
-      const r = fromBinary(NodeStageVolumeRequestSchema, request, READ);
-      return { volumeId: r.volumeId, path: r.stagingTargetPath };
-    }
-    case "NodeUnstageVolume": {
-      const r = fromBinary(NodeUnstageVolumeRequestSchema, request, READ);
-      return { volumeId: r.volumeId, path: r.stagingTargetPath };
-    }
-    case "NodePublishVolume": {
-      const r = fromBinary(NodePublishVolumeRequestSchema, request, READ);
-      return { volumeId: r.volumeId, path: r.targetPath };
-    }
-    case "NodeUnpublishVolume": {
-      const r = fromBinary(NodeUnpublishVolumeRequestSchema, request, READ);
-      return { volumeId: r.volumeId, path: r.targetPath };
-    }
-    case "NodeExpandVolume": {
-      const r = fromBinary(NodeExpandVolumeRequestSchema, request, READ);
-      return { volumeId: r.volumeId, path: r.volumePath };
-    }
-  }
+/** Each method's request and the field that holds its path. */
+const REQUESTS = {
+  NodeStageVolume: [NodeStageVolumeRequestSchema, "stagingTargetPath"],
+  NodeUnstageVolume: [NodeUnstageVolumeRequestSchema, "stagingTargetPath"],
+  NodePublishVolume: [NodePublishVolumeRequestSchema, "targetPath"],
+  NodeUnpublishVolume: [NodeUnpublishVolumeRequestSchema, "targetPath"],
+  NodeExpandVolume: [NodeExpandVolumeRequestSchema, "volumePath"],
+} as const satisfies Record<OperationMethod, readonly [DescMessage, string]>;
+
+/** The volume and path a mount-API request names. Throws on bytes that are not the request. */
+function target(method: OperationMethod, request: Uint8Array): { volumeId: string; path: string } {
+  const [schema, field] = REQUESTS[method];
+  const r = fromBinary(schema as DescMessage, request, READ) as unknown as Record<string, string>;
+  return { volumeId: r.volumeId ?? "", path: r[field] ?? "" };
 }
 
 const GRPC_NAMES = [
@@ -128,7 +118,7 @@ export class OperationTable {
       this.untracked++;
       return;
     }
-    if (!t || volumeRefProblem({ volumeId: t.volumeId, targetPath: t.path }) !== "") {
+    if (volumeRefProblem({ volumeId: t.volumeId, targetPath: t.path }) !== "") {
       this.untracked++;
       return;
     }
