@@ -32,6 +32,8 @@ import { KubeMetrics } from "../src/kube/metrics.js";
 import { NodeReporter } from "../src/kube/reporter.js";
 import { createLogger } from "../src/observability/logger.js";
 import { FakeKubeApi } from "./helpers/fake-kube-api.js";
+import { FakeCsiDriver, unixClient } from "./helpers/fake-csi-driver.js";
+import { startGatewayProcess } from "./helpers/gateway-process.js";
 import { writeFileSync } from "node:fs";
 
 const UNPUBLISH = "/csi.v1.Node/NodeUnpublishVolume";
@@ -56,7 +58,7 @@ afterEach(async () => {
 });
 
 /** The stand-in driver: NodeUnpublishVolume runs `umount PATH`, one per volume at a time. */
-function driveUnmounts(h: Harness, node: FakeNode): void {
+function driveUnmounts(h: Pick<Harness, "driver">, node: FakeNode): void {
   const locked = new Set<string>();
   h.driver.script(UNPUBLISH, (request) => {
     const req = fromBinary(NodeUnpublishVolumeRequestSchema, request);
@@ -110,6 +112,7 @@ function unpublish(h: Harness, volumeId: string, targetPath: string) {
 
 async function volumeHealth(h: Harness, volumeId: string, path: string) {
   const r = await rawCall(h.client, "/csi.v1.Node/NodeGetVolumeHealth", toBinary(NodeGetVolumeHealthRequestSchema, create(NodeGetVolumeHealthRequestSchema, { volumeId, volumePublishPath: path })));
+  if (!r.response) throw new Error(`NodeGetVolumeHealth: ${r.error?.code} ${r.error?.details}`);
   return fromBinary(NodeGetVolumeHealthResponseSchema, r.response!).volumeHealth!.healthStatuses.map((e) => ({ status: e.status as number, reason: e.reason, message: e.message }));
 }
 
@@ -428,5 +431,43 @@ describe("the operation table (bounds)", () => {
     t.observe(call("v", grpc.status.OK));
     expect(t.size()).toBe(0);
     expect(ended).toEqual(["stuck", "ended"]);
+  });
+});
+
+describe("stuck volume operations: the probegate command", () => {
+  it("--upstream with --operation-stuck-after and --unstick=unmount: reported, ended, counted", async () => {
+    const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-cli-")));
+    const kubelet = join(node.dir, "kubelet");
+    const driver = await new FakeCsiDriver(join(node.dir, "driver.sock")).start();
+    driveUnmounts({ driver }, node);
+    const gw = await startGatewayProcess(
+      ["--mode=node", `--plugins-dir=${mkdtempSync(join(node.dir, "plugins-"))}`, `--upstream=unix://${driver.socketPath}`, "--operation-stuck-after=300ms", "--unstick=unmount", "--unstick-after=1s", `--kubelet-dir=${kubelet}`, `--path.procfs=${node.procfs}`],
+      { env: node.env },
+    );
+    const client = unixClient(gw.socket);
+    try {
+      const target = join(kubelet, "pods", "p9", "volumes", "kubernetes.io~csi", "pv 9", "mount");
+      node.mount(target);
+      node.hang(target);
+      const h = { client } as Harness;
+      const stuck = await retryUntil(h, "vol-9", target, () => volumeHealth(h, "vol-9", target), (e) => e.some((x) => x.reason === "UnpublishStuck") || node.calls().some((a) => a[0] === "-f"), "reported (or already ended)");
+      expect(stuck.length + node.calls().length).toBeGreaterThan(0);
+      await eventually(async () => (await unpublish(h, "vol-9", target)).error?.code ?? 0, (c) => c === 0, "a retry succeeds once probegate unmounted");
+      expect(node.calls().filter((a) => a[0] === "-f" || a[0] === "-l")).toEqual([["-f", target]]);
+      // The step is counted once the mount table, read again after it, shows the path gone.
+      const steps = await eventually(
+        async () => (await (await fetch(`http://${gw.http}/metrics`)).text()).split("\n").filter((l) => l.startsWith("probegate_unstick_steps_total")),
+        (l) => l.length > 0,
+        "the step counted",
+      );
+      expect(steps).toEqual(['probegate_unstick_steps_total{step="force",outcome="unmounted"} 1']);
+      await eventually(async () => gw.logs().some((l) => l.msg === "stuck unmount ended by probegate"), (x) => x, "the step logged");
+
+    } finally {
+      client.close();
+      await gw.stop();
+      await driver.stop();
+      rmSync(node.dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-// A fake node for stuck-unmount tests: a mount table (<dir>/proc/mounts, paths
+// A fake node for stuck-unmount tests: a mount table (<dir>/proc/1/mounts, where the catalog's proc.mounts reads it; paths
 // escaped as the kernel escapes them: a space is \040), and an `umount` on PATH
 // that behaves like the real one on a hung Lustre client. A hung mount has a
 // marker file: a plain `umount PATH` blocks while it is there; `umount -f`
@@ -17,7 +17,7 @@ fs.appendFileSync(path.join(dir, "calls"), JSON.stringify(args) + "\\n");
 const target = args.filter((a) => !a.startsWith("-")).pop();
 const esc = (p) => p.replace(/ /g, "\\\\040");
 const hang = path.join(dir, "hang", encodeURIComponent(target));
-const table = path.join(dir, "proc", "mounts");
+const table = path.join(dir, "proc", "1", "mounts");
 const detach = () => {
   const lines = fs.readFileSync(table, "utf8").split("\\n").filter((l) => l && l.split(" ")[1] !== esc(target));
   fs.writeFileSync(table, lines.map((l) => l + "\\n").join(""));
@@ -58,10 +58,10 @@ export class FakeNode {
   constructor(readonly dir: string) {
     this.bin = join(dir, "bin");
     this.procfs = join(dir, "proc");
-    for (const d of [this.bin, this.procfs, join(dir, "hang")]) mkdirSync(d, { recursive: true });
+    for (const d of [this.bin, join(this.procfs, "1"), join(dir, "hang")]) mkdirSync(d, { recursive: true });
     writeFileSync(join(this.bin, "umount"), UMOUNT);
     chmodSync(join(this.bin, "umount"), 0o755);
-    writeFileSync(join(this.procfs, "mounts"), "overlay / overlay rw 0 0\n");
+    writeFileSync(join(this.procfs, "1", "mounts"), "overlay / overlay rw 0 0\n");
     writeFileSync(join(dir, "calls"), "");
   }
 
@@ -70,7 +70,7 @@ export class FakeNode {
   }
 
   mount(path: string, fsType = "lustre", device = "10.0.0.4@tcp:/lustrefs"): void {
-    appendFileSync(join(this.procfs, "mounts"), `${device} ${path.replace(/ /g, "\\040")} ${fsType} rw,flock 0 0\n`);
+    appendFileSync(join(this.procfs, "1", "mounts"), `${device} ${path.replace(/ /g, "\\040")} ${fsType} rw,flock 0 0\n`);
   }
 
   /** The mount's client hangs: a plain umount blocks; "force" is released by -f, "lazy-only" only by -l (-f fails busy), "force-hangs" only by -l (-f blocks too). */
@@ -84,7 +84,7 @@ export class FakeNode {
   }
 
   mounts(): string {
-    return readFileSync(join(this.procfs, "mounts"), "utf8");
+    return readFileSync(join(this.procfs, "1", "mounts"), "utf8");
   }
 
   /** Every umount argv run so far (by the driver and by probegate). */
