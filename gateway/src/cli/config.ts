@@ -340,7 +340,7 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     const idle = REPORTING_ONLY.find((f) => flags.given(f));
     if (idle) {
       throw new UsageError(
-        `--${idle}: nothing to report: node reporting needs --node-condition, --node-taint and/or --node-storage-condition (without them probegate never writes to the Node)`,
+        `--${idle}: nothing to report: node reporting needs --node-condition, --node-taint, --node-storage-condition and/or --node-operations-condition (without them probegate never writes to the Node)`,
       );
     }
     return undefined;
