@@ -385,6 +385,11 @@ export class SourceCatalog {
     await Promise.all([this.ctx.statfs?.stop(), this.ctx.pings?.pinger.stop(), this.ctx.room.stop()]);
   }
 
+  /** The process room the sources run in (its place rules are the Lustre tools'): for what else must run where they do (--unstick). */
+  get room(): ProcessRoom {
+    return this.ctx.room;
+  }
+
   /** The command spawner, when this catalog was given one (commandSpawner). */
   get spawner(): CommandSpawner | undefined {
     return this.ctx.room.spawner;
