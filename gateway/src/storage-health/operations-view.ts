@@ -6,7 +6,6 @@
 
 import { Gauge } from "prom-client";
 import type { Metrics } from "../observability/metrics.js";
-import type { CallObserver } from "../rawcall/route.js";
 import { oneLine } from "../support/one-line.js";
 import { MESSAGE_MAX } from "./entries.js";
 import {
@@ -14,6 +13,7 @@ import {
   OPERATION_METHODS,
   OperationTable,
   STUCK_REASON,
+  type FinishedCall,
   type Operation,
   type OperationTableOptions,
   type OperationTransition,
@@ -26,7 +26,7 @@ export const OPERATIONS_STUCK_REASON = "VolumeOperationsStuck";
 
 export interface TrackedOperations {
   /** Give to the upstream gateway (createUpstreamGateway's observe). */
-  observe: CallObserver;
+  observe: (call: FinishedCall) => void;
   /** The health with stuck operations added: give it wherever the evaluation's own went. */
   health: { view: StorageHealthView; registry: VolumeRegistry };
   table: OperationTable;

@@ -16,8 +16,22 @@ import {
   NodeUnpublishVolumeRequestSchema,
   NodeUnstageVolumeRequestSchema,
 } from "../../gen/csi/v1/csi_pb.js";
-import type { CallRecord } from "../rawcall/route.js";
 import { volumeRefProblem } from "./registry.js";
+
+/**
+ * A forwarded mount-API call once it finished, as the proxy's observer reports
+ * it (rawcall/route.ts's CallRecord has this shape; it is written here so the
+ * health room does not import the transport it is fed by).
+ */
+export interface FinishedCall {
+  /** "/csi.v1.Node/NodeUnpublishVolume" */
+  path: string;
+  /** The request message, when it was read whole. */
+  request: Uint8Array | undefined;
+  /** Final grpc-status; NaN when none could be told. */
+  status: number;
+  durationMs: number;
+}
 
 export const DEFAULT_MAX_OPERATIONS = 4096;
 export const DEFAULT_OPERATION_STUCK_AFTER_MS = 5 * 60_000;
@@ -102,7 +116,7 @@ export class OperationTable {
   }
 
   /** The raw-call core's observer: a finished forwarded call. Never throws. */
-  observe(call: CallRecord): void {
+  observe(call: FinishedCall): void {
     const slash = call.path.lastIndexOf("/");
     if (!call.path.startsWith("/csi.v1.Node/")) return;
     const method = call.path.slice(slash + 1) as OperationMethod;
