@@ -1,20 +1,25 @@
 // The fake Lustre client (gateway/demo's lctl/lfs, rendered by
 // gateway/demo/lib/fake-lustre.js) under the soak's node, cycling
-//   healthy → ost-down → healthy → mdt-evicted → recovered → mount-hung → healthy → …
+//   healthy → ost-down → healthy → server-lost → healthy → mdt-evicted → recovered → mount-hung → healthy → …
 // "recovered" is FULL again with EVICTED in the state history (the eviction
 // the storage check must count even though it is over). "mount-hung" makes
 // the host's statfs prober block on the first volume's mount point (a fake
 // `stat` that waits while a flag file exists, as a process blocked in a
-// Lustre call does until the call returns). The mount table lists the file
+// Lustre call does until the call returns). "server-lost" is the OSS silent at
+// the LNet level (the fake `lnetctl ping` of its NID times out, ping_nids.json)
+// while every import still reads FULL (#42). The mount table lists the file
 // system and two published volumes.
 import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Rng } from "./rng.js";
 
-export type LustreState = "healthy" | "ost-down" | "mdt-evicted" | "recovered" | "mount-hung";
+export type LustreState = "healthy" | "ost-down" | "mdt-evicted" | "recovered" | "mount-hung" | "server-lost";
 /** The faults in turn; each is followed by healthy, except mdt-evicted by recovered (then healthy). */
-const ORDER: readonly LustreState[] = ["ost-down", "mdt-evicted", "mount-hung"];
+const ORDER: readonly LustreState[] = ["ost-down", "server-lost", "mdt-evicted", "mount-hung"];
+/** The soak file system's servers: the MGS/MDS of the fake's default, and one OSS of its own. */
+const MGS_NID = "10.0.0.2@tcp";
+const OSS_NID = "10.0.0.7@tcp";
 
 interface Renderer {
   renderImports(d: object): string;
@@ -93,7 +98,8 @@ export class LustreFaults {
   private write(): void {
     const now = Math.floor(Date.now() / 1000);
     const base = now - 3600;
-    const fsDesc: Record<string, unknown> = { name: "lustrefs", instance: "ffff8f0a3b5c9000", mountpoint: this.mountpoint, mdts: 1, osts: 4 };
+    const oss = Object.fromEntries(["OST0000", "OST0001", "OST0002", "OST0003"].map((t) => [t, [OSS_NID]]));
+    const fsDesc: Record<string, unknown> = { name: "lustrefs", instance: "ffff8f0a3b5c9000", mountpoint: this.mountpoint, mdts: 1, osts: 4, servers: oss };
     if (this.state === "ost-down") {
       fsDesc.states = { OST0002: "DISCONN" };
       fsDesc.history = { OST0002: [[base, "CONNECTING"], [base, "FULL"], [now, "DISCONN"]] };
@@ -108,6 +114,7 @@ export class LustreFaults {
     fs.writeFileSync(path.join(this.scenarioDir, "import_states.out"), this.r.renderStates(desc));
     fs.writeFileSync(path.join(this.scenarioDir, "getname.out"), this.r.renderGetname(desc));
     fs.writeFileSync(path.join(this.scenarioDir, "health_check.out"), "healthy\n");
+    fs.writeFileSync(path.join(this.scenarioDir, "ping_nids.json"), JSON.stringify({ [MGS_NID]: "ok", [OSS_NID]: this.state === "server-lost" ? "timeout" : "ok" }));
     if (this.state === "mount-hung") fs.writeFileSync(this.hangFlag, "");
     else fs.rmSync(this.hangFlag, { force: true });
   }

@@ -116,6 +116,8 @@ export interface HealthBounds {
   hungMs: number;
   /** Every fault gone longer than this: no entry about it may remain. */
   recoverMs: number;
+  /** A server ping's schedule on top of detectMs: its interval and how long a round waits for it. */
+  pingMs?: number;
 }
 
 export interface HealthViolation {
@@ -177,6 +179,10 @@ export class HealthOracle {
       else if (lctlPresent && !entries.some((e) => e.status === "STORAGE_UNREACHABLE")) {
         this.violate(sentAt, "storage", "no STORAGE_UNREACHABLE while the MDT is evicted", entries.map((e) => `${e.status}/${e.reason}`).join(","));
       }
+    }
+    // An OSS silent at the LNet level with its imports FULL: adverse once its ping had a turn (#42).
+    if (fault.state === "server-lost" && fault.since <= sentAt && age > this.bounds.detectMs + (this.bounds.pingMs ?? 0) && entries.length === 0) {
+      this.violate(sentAt, "storage", "empty while an OSS does not answer LNet pings", `${age} ms after it went silent`);
     }
     if (quietSince !== undefined && quietSince <= sentAt && sentAt - quietSince > this.bounds.recoverMs) {
       const stale = entries.filter((e) => /^(Evicted|MdtUnreachable|OstUnreachable|MgsUnreachable)$/.test(e.reason));

@@ -7,7 +7,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { SOURCE_DEFAULTS, STATFS_DEFAULTS } from "../../gateway/src/engine/sources/index.js";
+import { SERVER_PING_DEFAULTS, SOURCE_DEFAULTS, STATFS_DEFAULTS } from "../../gateway/src/engine/sources/index.js";
 import { FakeKubeApi } from "../../gateway/test/helpers/fake-kube-api.js";
 import { benchDist, repoRoot } from "../lib/paths.js";
 import { isMain } from "../lib/main.js";
@@ -162,7 +162,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   fs.writeFileSync(kubeconfig, kube.kubeconfig("soak-token"));
   const kubeArgs = !o.kube ? [] : [`--kubeconfig=${kubeconfig}`, `--node-name=${KUBE_NODE}`, `--node-condition=${KUBE_CONDITION}`, `--node-taint=${KUBE_TAINT}:NoSchedule`, "--node-taint-mode=continuous"];
 
-  const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, `--health-interval=${o.checkIntervalMs}ms`, `--kubelet-dir=${path.join(work, "kubelet")}`, "--log-level=info"];
+  const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, `--health-interval=${o.checkIntervalMs}ms`, `--server-ping-interval=${Math.max(1000, o.checkIntervalMs)}ms`, `--kubelet-dir=${path.join(work, "kubelet")}`, "--log-level=info"];
   const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...kubeArgs, ...common] }, t0);
   const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...common] }, t0);
   // Interrupted (^C, SIGTERM): take the gateways and the driver down too, and
@@ -237,6 +237,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     detectMs: o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + SOURCE_DEFAULTS.commandTimeoutMs + o.graceMs,
     hungMs: STATFS_DEFAULTS.intervalMs + STATFS_DEFAULTS.boundMs + o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + o.graceMs,
     recoverMs: 2 * o.checkIntervalMs + SOURCE_DEFAULTS.commandTtlMs + SOURCE_DEFAULTS.commandTimeoutMs + o.graceMs,
+    // The gateway pings each server once per check interval (--server-ping-interval below); a ping is
+    // waited for 3 s at most and may take its 5 s timeout: one more interval, the wait and the timeout.
+    pingMs: Math.max(1000, o.checkIntervalMs) + SERVER_PING_DEFAULTS.waitMs + SERVER_PING_DEFAULTS.timeoutSeconds * 1000,
   };
   const healthOracle = new HealthOracle(healthBounds, t0);
   let lustreQuietSince: number | undefined = t0;

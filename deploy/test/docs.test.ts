@@ -27,6 +27,8 @@ const METRICS = [
   "probegate_storage_health", "probegate_volume_health", "probegate_volume_health_entries",
   "probegate_volume_health_entries_dropped", "probegate_storage_events_total", "probegate_check_evaluations_total",
   "probegate_command_spawner_restarts_total", "probegate_command_spawner_state",
+  "probegate_volume_operations_pending", "probegate_volume_operations_stuck", "probegate_volume_operation_oldest_pending_seconds",
+  "probegate_volume_operations_untracked", "probegate_unstick_steps_total",
 ];
 const family = (name: string) => name.replace(/_(bucket|sum|count)$/, "");
 const exprs: string[] = dashboard.panels.flatMap((p: any) => (p.targets ?? []).map((t: any) => t.expr));

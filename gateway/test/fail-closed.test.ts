@@ -227,7 +227,7 @@ describe("the bundled checks and --plugins-dir", () => {
 
   it("BUNDLED_CHECKS names every bundled readiness plugin", () => {
     // The storage and volume health checks never count towards readiness (docs/health.md).
-    const health = ["volume-lustre-mount", "volume-lustre-health", "lustre-imports", "lnet-health", "lustre-health-check"];
+    const health = ["volume-lustre-mount", "volume-lustre-health", "lustre-imports", "lnet-health", "lustre-health-check", "lnet-servers", "lnet-peer-health"];
     const files = fs.readdirSync(BUNDLED).filter((f) => f.endsWith(".wasm")).map((f) => f.replace(/\.wasm$/, "")).filter((n) => !health.includes(n)).sort();
     expect([...BUNDLED_CHECKS].sort()).toEqual(files);
   });

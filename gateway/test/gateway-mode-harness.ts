@@ -111,12 +111,14 @@ export async function startHarness(opts: {
   logLevel?: pino.LevelWithSilent;
   /** Told of every forwarded call (the raw-call core's observer). */
   observe?: CallObserver;
+  /** The registry the gateway's metrics go to (default: a new one). */
+  metrics?: Metrics;
 } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), "pg-gw-"));
   const csiSocket = join(dir, "csi.sock");
   const driverSocket = join(dir, "driver.sock");
   const readiness = new ScriptedReadiness();
-  const metrics = new Metrics({ processMetrics: false });
+  const metrics = opts.metrics ?? new Metrics({ processMetrics: false });
   const logs = new LogCapture(opts.logLevel ?? "trace");
   const upstream = createUpstreamGateway({
     upstream: `unix://${driverSocket}`,

@@ -104,8 +104,10 @@ describe("flags", () => {
     [["--mode"], /^probegate: --mode needs a value\n$/],
     [["--csi-endpoint=/var/lib/kubelet/plugins/x/csi.sock"], /^probegate: --csi-endpoint: "\/var\/lib\/kubelet\/plugins\/x\/csi.sock" has no scheme; a unix socket is written unix:\/\/\/var\/lib\/kubelet\/plugins\/x\/csi.sock\n$/],
     [["--upstream=/csi/csi.sock"], /^probegate: --upstream: "\/csi\/csi.sock" has no scheme; a unix socket is written unix:\/\/\/csi\/csi.sock\n$/],
-    [["--node-name=node-a"], /^probegate: --node-name: nothing to report: node reporting needs --node-condition, --node-taint and\/or --node-storage-condition/],
-    [["--kubeconfig=/etc/kubernetes/kubelet.conf"], /^probegate: --kubeconfig: nothing to report: node reporting needs --node-condition, --node-taint and\/or --node-storage-condition/],
+    [["--node-name=node-a", "--node-condition=x.example.com/A", "--node-operations-condition=x.example.com/A"], /^probegate: --node-operations-condition: must differ from --node-condition and --node-storage-condition/],
+    [["--unstick=always"], /^probegate: --unstick: expected off or unmount, got "always"/],
+    [["--node-name=node-a"], /^probegate: --node-name: nothing to report: node reporting needs --node-condition, --node-taint, --node-storage-condition and\/or --node-operations-condition/],
+    [["--kubeconfig=/etc/kubernetes/kubelet.conf"], /^probegate: --kubeconfig: nothing to report: node reporting needs --node-condition, --node-taint, --node-storage-condition and\/or --node-operations-condition/],
   ])("%j → one line saying what to do, exit 2", async (args, message) => {
     const r = await runProbegate(args as string[]);
     expect(r.code).toBe(2);

@@ -52,8 +52,12 @@ describe("built-in sources on the healthy demo node", () => {
       "lfs.getname",
       "lustre.health_check",
       "lnetctl.net_show_health",
+      "lnetctl.peer_show_health",
       "volume.statfs",
+      "lnet.server_pings",
+      "lnet.peer_pings",
     ]);
+    expect(catalog.requiredFacts("lnet.peer_pings")).toEqual(["config.peers"]);
     expect(catalog.has("lnetctl.ping")).toBe(true);
     expect(catalog.has("lnetctl.peer_show")).toBe(false);
     expect(catalog.requiredFacts("lnetctl.ping")).toEqual(["lnet.selfNid"]);

@@ -2,17 +2,26 @@
 // name the NID; lnetctl's error document fails the check even with exit 0.
 // lnetConfiguredAt: mount (lnet-self-ping.yaml): before LNet is configured
 // (at the first mount) there is nothing to ping, and the check passes saying so.
+// With `peers:` (NIDs, e.g. a file system's MGS pair from its StorageClass)
+// the verdict is whether the peers answer (`require: any`, the default, or
+// `all`; source lnet.peer_pings): a self-ping never leaves the node, so with
+// peers it stays a fact (lnet.selfPing), not the verdict. On lnetConfiguredAt:
+// mount nodes the peers count once LNet is configured, like the self-ping.
 import {
   Manifest, Result, Source, CheckInput, clip, findLnetErrorIn, respond,
-  oneLine, parseError, parseYaml, sourceFailed, textProblem, toLowerAscii, lnetPhase, phasedManifest,
+  oneLine, joinStrings, parseError, parseYaml, sourceFailed, textProblem, toLowerAscii, lnetPhase, phasedManifest,
 } from "../sdk";
 
 const SOURCE = "lnetctl.ping";
+const PEERS = "lnet.peer_pings";
 const FACT = "lnet.selfNid";
 
 export function manifest(): string {
-  return phasedManifest(new Manifest("lnet-self-ping", "1.1.0", "LNet answers a ping of its own NID")
-    .source(SOURCE))
+  return phasedManifest(new Manifest("lnet-self-ping", "1.2.0", "LNet answers a ping of its own NID (and of the configured peers)")
+    .source(SOURCE)
+    .source(PEERS)
+    .stringsOption("peers", new Array<string>(), "NIDs that must answer an LNet ping for the node to be ready (e.g. the MGS NIDs of the StorageClass); empty: the self-ping decides")
+    .stringOption("require", "any", "with peers: any (one answering is enough) or all"))
     .toJson();
 }
 
@@ -24,7 +33,36 @@ export function check(input: string): string {
   if (!phase.configured) return answer(Result.pass("LnetNotYetConfigured", phase.label() + ": no NID to ping until the first mount configures LNet"));
   const src = inp.source(SOURCE);
   if (src === null) return answer(Result.fail("SourceMissing", "source " + SOURCE + " was not provided to the check"));
-  return answer(verdict(src, inp.fact(FACT)));
+  const self = verdict(src, inp.fact(FACT));
+  const peers = inp.configStrings("peers", new Array<string>());
+  if (peers.length == 0) return answer(self);
+  return answer(peerVerdict(inp, peers, self));
+}
+
+/** Readiness toward the configured peers; the self-ping's outcome is kept as the fact lnet.selfPing. */
+function peerVerdict(inp: CheckInput, peers: Array<string>, self: Result): Result {
+  const require = inp.configString("require", "any");
+  if (require != "any" && require != "all") return Result.fail("ConfigInvalid", "require must be any or all, not \"" + clip(oneLine(require), 40) + "\"");
+  const src = inp.source(PEERS);
+  if (src === null) return Result.fail("SourceMissing", "source " + PEERS + " was not provided to the check");
+  if (!src.ok) return Result.fail("PeersUnchecked", "cannot ping the configured peers: " + clip(oneLine(src.error), 300)).fact("lnet.selfPing", self.reason);
+  const answered = new Array<string>();
+  const silent = new Array<string>();
+  const lines = src.stdout.split("\n");
+  for (let i = 0; i < peers.length; i++) {
+    let result = "missing";
+    for (let k = 0; k < lines.length; k++) {
+      const l = lines[k];
+      if (l.startsWith("peer " + peers[i] + "=")) result = l.substring(6 + peers[i].length);
+    }
+    if (result.startsWith("ok/")) answered.push(peers[i]);
+    else silent.push(peers[i] + " (" + result.replace("/", " ") + ")");
+  }
+  const ok = require == "any" ? answered.length > 0 : silent.length == 0;
+  const summary = answered.length.toString() + " of " + peers.length.toString() + " peer(s) answer" + (require == "all" ? " (all required)" : "");
+  const detail = silent.length > 0 ? "; no answer from " + joinStrings(silent, ", ") : "";
+  const r = ok ? Result.pass("PeersReachable", summary + detail) : Result.fail("PeersUnreachable", summary + detail);
+  return r.fact("lnet.selfPing", self.reason);
 }
 
 /** Stable: the verdict depends on the ping's output and the NID fact alone (no epoch, no events). */

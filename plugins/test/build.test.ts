@@ -10,10 +10,12 @@ const HEALTH: Record<string, { probe: string; sources: string[] }> = {
   "lustre-imports": { probe: "storage", sources: ["lctl.import_states", "lfs.getname"] },
   "lnet-health": { probe: "storage", sources: ["lnetctl.net_show_health", "proc.modules", "lnetctl.net_show"] },
   "lustre-health-check": { probe: "storage", sources: ["lustre.health_check"] },
+  "lnet-servers": { probe: "storage", sources: ["lnet.server_pings"] },
+  "lnet-peer-health": { probe: "storage", sources: ["lnetctl.peer_show_health"] },
   "volume-lustre-health": { probe: "volume", sources: ["proc.mounts", "lctl.import_states", "lfs.getname", "volume.statfs"] },
 };
 const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-const SOURCE_CATALOG = ["lnetctl.net_show", "lctl.list_nids", "lnetctl.ping", "proc.modules", "sys.net.operstate", "kernel.release", "kernel.modules_dep", "modprobe.lnet_options", "mount_lustre.version"];
+const SOURCE_CATALOG = ["lnetctl.net_show", "lctl.list_nids", "lnetctl.ping", "proc.modules", "sys.net.operstate", "kernel.release", "kernel.modules_dep", "modprobe.lnet_options", "mount_lustre.version", "lnet.peer_pings"];
 
 beforeAll(() => ensureBuilt());
 
@@ -38,7 +40,7 @@ describe("plugin build", () => {
     expect(problems.join(" ")).toContain("missing export check");
   });
 
-  const PHASED_SOURCES: Record<string, number> = { "kernel-modules": 5, "lnet-nets": 4, "lnet-nids": 4, "lnet-self-ping": 3 };
+  const PHASED_SOURCES: Record<string, number> = { "kernel-modules": 5, "lnet-nets": 4, "lnet-nids": 4, "lnet-self-ping": 4 };
   it.each(OURS)("%s has a valid ABI v1 manifest", (name) => {
     const m = loadPlugin(name).manifest();
     expect(m).toMatchObject({ abi: 1, name, modes: ["node"], probe: "readiness", severity: "required" });

@@ -8,7 +8,7 @@ import { DIST, ROOT, ensureBuilt } from "./harness";
 
 beforeAll(() => ensureBuilt(), 120_000);
 
-const PLUGINS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces", "volume-lustre-mount", "lustre-imports", "lustre-health-check", "lnet-health", "volume-lustre-health"];
+const PLUGINS = ["kernel-modules", "lnet-nets", "lnet-nids", "lnet-self-ping", "net-interfaces", "volume-lustre-mount", "lustre-imports", "lustre-health-check", "lnet-health", "volume-lustre-health", "lnet-servers", "lnet-peer-health"];
 
 describe("bundled plugins' fixture files", () => {
   it.each(PLUGINS)("%s: every case passes", async (name) => {

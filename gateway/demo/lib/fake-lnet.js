@@ -98,6 +98,22 @@ function notConfigured(tool, key, args) {
   };
 }
 
+/** A server's answer as lnetctl prints it: the reply naming it, or the error document (errno -110 timeout, -113 no route). */
+async function answerPerNid(nid, how) {
+  if (how === "hang") await sleep(1e12);
+  if (how === "ok") {
+    process.stdout.write(`ping:\n    - primary nid: ${nid}\n      Multi-Rail: True\n      peer ni:\n        - nid: ${nid}\n`);
+    return;
+  }
+  if (how === "garbage") {
+    process.stdout.write("\u0000garbage\n");
+    return;
+  }
+  const [errno, text] = how === "unreachable" ? [-113, "No route to host"] : [-110, "Connection timed out"];
+  process.stderr.write(`manage:\n    - ping:\n          errno: ${errno}\n          descr: failed to ping ${nid}: ${text}\n`);
+  process.exitCode = 1;
+}
+
 function pingMismatch(nid) {
   return `manage:\n    - ping:\n          errno: -1\n          descr: failed to ping ${nid}: Input/output error\n`;
 }
@@ -134,6 +150,16 @@ export async function runFakeTool(tool, args) {
   }
 
   await sleep(readInt(dir, `${key}.delay_ms`, 0));
+
+  // Per-NID answers (servers): ping_nids.json maps NID → ok | timeout | unreachable | hang | garbage.
+  // A NID not in the table answers as below (ping.out, ping.expect_nid …).
+  const perNid = key === "ping" ? readOptional(dir, "ping_nids.json") : null;
+  const pinged = args.filter((a) => !a.startsWith("-"))[1] ?? "";
+  const how = perNid === null ? undefined : JSON.parse(perNid.toString("utf8"))[pinged];
+  if (how !== undefined) {
+    await answerPerNid(pinged, how);
+    return;
+  }
 
   if (key === "ping") {
     const expected = readOptional(dir, "ping.expect_nid");

@@ -15,12 +15,13 @@ export interface FakeLustreDesc {
     osts?: number;
     states?: Record<string, string>;
     history?: Record<string, Array<[number, string]>>;
+    servers?: Record<string, string[]>;
   }>;
 }
 export function targetNames(fs: { mdts?: number; osts?: number }): string[];
 export function importBlock(
   version: string,
-  block: { obd: string; target: string; state: string; server: string; mgc?: boolean; extra?: string[] },
+  block: { obd: string; target: string; state: string; server: string; failover?: string[]; mgc?: boolean; extra?: string[] },
 ): string;
 export function param(name: string, value: string): string;
 export function renderImports(desc: FakeLustreDesc): string;

@@ -13,7 +13,8 @@
 //     filesystems: [{ name: "lustrefs", instance: "ffff8f0a3b5c9000", mountpoint: "/mnt/lustre",
 //                     mdts: 1, osts: 2,
 //                     states: { "MDT0000": "FULL", "OST0001": "DISCONN" },     // default FULL
-//                     history: { "OST0001": [[1764100000, "DISCONN"], …] } }] } // default CONNECTING, FULL at `since`
+//                     history: { "OST0001": [[1764100000, "DISCONN"], …] },  // default CONNECTING, FULL at `since`
+//                     servers: { "OST0001": ["10.0.0.5@tcp", "10.0.0.6@tcp"] } }] } // default [mgsNid]
 //   `since` (epoch seconds, default 1764000000) stamps the default histories.
 //   `historyLength` (default 2): entries in a default history. Beyond the 2
 //   of a first connect, the import went idle and reconnected (IDLE,
@@ -52,7 +53,7 @@ function importFlags(v, flags) {
 }
 
 /** One `import:` block, exactly as lprocfs_import_seq_show prints it for that version. */
-export function importBlock(v, { obd, target, state, server, mgc = false, extra = [] }) {
+export function importBlock(v, { obd, target, state, server, failover, mgc = false, extra = [] }) {
   if (!VERSIONS.has(v)) throw new Error(`unknown Lustre version ${v}`);
   const up = state === "FULL" || state === "IDLE";
   const lines = [
@@ -68,7 +69,7 @@ export function importBlock(v, { obd, target, state, server, mgc = false, extra 
   ];
   if (!mgc) lines.push("       max_brw_size: 4194304", "       ibits_known: 0x7f");
   lines.push(`    import_flags: ${importFlags(v, up ? ["replayable", "pingable", "connect_tried"] : ["invalid", "replayable", "pingable", "connect_tried"])}`);
-  lines.push("    connection:", `       failover_nids: [ ${nid(v, server)} ]`);
+  lines.push("    connection:", `       failover_nids: [ ${(failover ?? [server]).map((n) => nid(v, n)).join(", ")} ]`);
   if (v === "2.16") lines.push("       nids_stats:", `          ${nid(v, server)}: { connects: 1, replied: ${up ? 1 : 0}, uptodate: ${up}, sec_ago: 42 }`);
   if (v === "2.17" || v === "master") {
     lines.push("       nids_stats:", `          ${nid(v, server)}: { connects: 1, replied: ${up ? 1 : 0}, uptodate: ${up ? "uptodate" : "unreachable"}, sec_ago: 42 }`);
@@ -150,7 +151,9 @@ export function renderImports(desc) {
   for (const fs of desc.filesystems ?? []) {
     for (const t of targetNames(fs)) {
       const { kind, obd } = deviceName(fs, t);
-      const text = param(`${kind}.${obd}.import`, importBlock(v, { obd, target: `${fs.name}-${t}_UUID`, state: stateOf(fs, t), server }));
+      // fs.servers: target → its server's NIDs (current connection first, then its failover partners).
+      const nids = fs.servers?.[t] ?? [server];
+      const text = param(`${kind}.${obd}.import`, importBlock(v, { obd, target: `${fs.name}-${t}_UUID`, state: stateOf(fs, t), server: nids[0], failover: nids }));
       (kind === "osc" ? osc : mdc).push(text);
     }
   }

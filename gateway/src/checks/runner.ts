@@ -8,6 +8,7 @@
 // What a result means (a readiness condition, a health entry) is the
 // consumer's business; how often a scope runs is its Rounds' (rounds.ts).
 
+import { withConfigFacts } from "./config-facts.js";
 import type { CheckOutcome, PluginRuntime } from "../runtime/runtime.js";
 import type { LoadedPlugin, Mode } from "../runtime/types.js";
 import type { SourceCatalog } from "../engine/sources/index.js";
@@ -129,8 +130,8 @@ export class CheckScope {
     const name = p.manifest.name;
     const { runtime, mode } = this.opts;
     const catalog = typeof input.catalog === "function" ? input.catalog(p) : input.catalog;
-    const sources = await readPluginSources({ catalog }, p, facts);
     const config = runtime.configFor(p);
+    const sources = await readPluginSources({ catalog }, p, withConfigFacts(facts, config.value));
     const missing = missingTools(sources);
     const mem = this.memory.get(key)?.get(name);
     const last = mem?.stable;

@@ -89,6 +89,7 @@ export async function startChecks(cfg: Config, logger: Logger, metrics: Metrics)
       commandPrefix: cfg.commandPrefix,
       execInProcess: cfg.execInProcess,
       statfsBoundMs: cfg.statfsTimeoutMs,
+      serverPings: { intervalMs: cfg.serverPingIntervalMs },
       commandSpawner: cfg.commandSpawner,
       env: host.env,
       logger,

@@ -58,6 +58,14 @@ export interface Config {
   maxVolumes: number;
   /** --statfs-timeout: a statfs outstanding longer is reported hung. */
   statfsTimeoutMs: number;
+  /** --server-ping-interval: each server NID is pinged at most once per this long. */
+  serverPingIntervalMs: number;
+  /** --operation-stuck-after (gateway mode). */
+  operationStuckAfterMs: number;
+  /** --unstick=unmount: end stuck unmounts (umount -f, then -l). */
+  unstick: boolean;
+  /** --unstick-after. */
+  unstickAfterMs: number;
   /** --command-spawner: source commands started by the resident spawner (on) or a fork of the gateway each (off). */
   commandSpawner: boolean;
   probeReady: ProbeReady;
@@ -253,6 +261,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Config {
     kubeletDir: flags.get("kubelet-dir"),
     maxVolumes: flags.get("max-volumes"),
     statfsTimeoutMs: flags.get("statfs-timeout"),
+    serverPingIntervalMs: flags.get("server-ping-interval"),
+    operationStuckAfterMs: flags.get("operation-stuck-after"),
+    unstick: flags.get("unstick") === "unmount",
+    unstickAfterMs: flags.get("unstick-after"),
     commandSpawner: flags.get("command-spawner") === "on",
     probeReady,
     demo,
@@ -294,6 +306,14 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     if (problem) throw new UsageError(`--node-storage-condition: "${storageCondition}" ${problem}`);
     if (storageCondition === condition) throw new UsageError("--node-storage-condition: must differ from --node-condition");
   }
+  const operationsCondition = flags.optional("node-operations-condition");
+  if (operationsCondition !== undefined) {
+    const problem = qualifiedNameProblem(operationsCondition, true);
+    if (problem) throw new UsageError(`--node-operations-condition: "${operationsCondition}" ${problem}`);
+    if (operationsCondition === condition || operationsCondition === storageCondition) {
+      throw new UsageError("--node-operations-condition: must differ from --node-condition and --node-storage-condition");
+    }
+  }
   const impersonate = flags.on("impersonate-node");
   if (condition !== undefined) {
     const problem = qualifiedNameProblem(condition, true);
@@ -318,17 +338,17 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     writeIntervalMs: flags.get("node-write-interval"),
     requestTimeoutMs: 10_000,
   };
-  if (condition === undefined && taint === undefined && storageCondition === undefined) {
+  if (condition === undefined && taint === undefined && storageCondition === undefined && operationsCondition === undefined) {
     if (impersonate) throw new UsageError("--impersonate-node: needs --node-condition or --node-taint");
     const idle = REPORTING_ONLY.find((f) => flags.given(f));
     if (idle) {
       throw new UsageError(
-        `--${idle}: nothing to report: node reporting needs --node-condition, --node-taint and/or --node-storage-condition (without them probegate never writes to the Node)`,
+        `--${idle}: nothing to report: node reporting needs --node-condition, --node-taint, --node-storage-condition and/or --node-operations-condition (without them probegate never writes to the Node)`,
       );
     }
     return undefined;
   }
-  const what = condition !== undefined ? "node-condition" : taint !== undefined ? "node-taint" : "node-storage-condition";
+  const what = condition !== undefined ? "node-condition" : taint !== undefined ? "node-taint" : storageCondition !== undefined ? "node-storage-condition" : "node-operations-condition";
   if (!nodeName) throw new UsageError(`--${what}: needs --node-name (or NODE_NAME)`);
   const validName = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(nodeName) && nodeName.length <= 253;
   if (!validName) throw new UsageError(`--node-name: "${nodeName}" is not a valid node name (a lowercase DNS subdomain)`);
@@ -341,6 +361,7 @@ function kubeSpec(flags: FlagValues, env: NodeJS.ProcessEnv, mode: Mode): KubeRe
     conditionPerCheck: perCheck,
     ...(storageCondition !== undefined ? { storageCondition } : {}),
     ...(storageTaint ? { storageTaint } : {}),
+    ...(operationsCondition !== undefined ? { operationsCondition } : {}),
     taint,
     taintMode,
     waitForCSINode,

@@ -12,6 +12,8 @@ import { VERSION } from "./package-info.js";
 import { spokenAbis } from "../runtime/abi/index.js";
 import { storageHealthMetrics } from "../storage-health/view-metrics.js";
 import { formatTaint, type KubeReportingSpec } from "../kube/spec.js";
+import type { UnstickSource } from "../kube/unstick-events.js";
+import type { StorageHealthView } from "../storage-health/view.js";
 
 /** Services listed over reflection in gateway mode: forwarded to the driver, described from our csi.proto. */
 
@@ -37,7 +39,8 @@ function identityConfig(cfg: Config): IdentityConfig {
  */
 async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChecks, logger: Logger, metrics: Metrics) {
   const { createUpstreamGateway } = await import("../upstream/index.js");
-  return createUpstreamGateway({
+  const ops = await trackedOperations(cfg, checks, logger, metrics);
+  const gateway = createUpstreamGateway({
     upstream: endpoint.display,
     driverName: cfg.driverName,
     gate: cfg.gate,
@@ -45,12 +48,50 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
     // --probe-ready=upstream: the driver's own ready field; only liveness checks can fail Probe.
     localProbe: new LocalProbeSource(checks.engine, cfg.probeReady === "upstream" ? "liveness" : cfg.probeReady),
     // Health answers and the legacy volume_condition come from the background evaluation, never a per-call run.
-    health: checks.health && { view: checks.health.view, registry: checks.health.registry },
+    health: ops?.health,
     logger,
     metrics,
     timeoutCapMs: cfg.upstreamTimeoutCapMs,
     maxRequestBytes: cfg.maxRequestBytes,
+    observe: ops?.observe,
   });
+  return {
+    ...gateway,
+    /** The health with stuck operations in it, for node reporting. */
+    health: ops?.health,
+    /** --unstick=unmount's steps, for Events. */
+    unstick: ops?.unstick,
+    close: async () => {
+      ops?.stop();
+      await gateway.close();
+    },
+  };
+}
+
+/**
+ * Gateway mode's volume operations (the forwarded calls' observer): stuck ones
+ * reported in the volume and storage health, and ended with --unstick=unmount.
+ */
+async function trackedOperations(cfg: Config, checks: RunningChecks, logger: Logger, metrics: Metrics) {
+  if (!checks.health) return undefined;
+  const { trackOperations } = await import("../storage-health/operations-view.js");
+  const tracked = trackOperations({ health: { view: checks.health.view, registry: checks.health.registry }, metrics, stuckAfterMs: cfg.operationStuckAfterMs });
+  if (!cfg.unstick) return { ...tracked, unstick: undefined };
+  const { Unsticker } = await import("../storage-health/unstick.js");
+  const catalog = checks.catalog;
+  const unsticker = new Unsticker({
+    table: tracked.table,
+    room: catalog.room,
+    readMounts: async () => {
+      const r = await catalog.read("proc.mounts", {});
+      return r.ok && !r.truncated ? { text: r.stdout, at: r.fetchedAtMs } : undefined;
+    },
+    kubeletDir: cfg.kubeletDir,
+    unstickAfterMs: cfg.unstickAfterMs,
+    logger: logger.child({ component: "unstick" }),
+    metrics,
+  });
+  return { ...tracked, unstick: unsticker, stop: () => (unsticker.stop(), tracked.stop()) };
 }
 
 type NodeReportingStarter = { start(): { stop(): Promise<void> } };
@@ -66,9 +107,12 @@ async function prepareReporting(
   checks: RunningChecks,
   logger: Logger,
   metrics: Metrics,
+  /** Gateway mode: the health with stuck operations in it, and the unstick steps. */
+  upstream?: { health?: { view: StorageHealthView }; unstick?: UnstickSource },
 ): Promise<NodeReportingStarter> {
   const { prepareNodeReporting } = await import("../kube/index.js");
-  return prepareNodeReporting({ spec, readiness: checks.engine, storageHealth: checks.health?.view, driverName, logger, metrics, version: VERSION, env: process.env });
+  const storageHealth = upstream?.health?.view ?? checks.health?.view;
+  return prepareNodeReporting({ spec, readiness: checks.engine, storageHealth, unstick: upstream?.unstick, driverName, logger, metrics, version: VERSION, env: process.env });
 }
 
 /** Resolves when the first SIGTERM or SIGINT arrives. */
@@ -137,6 +181,11 @@ export async function main(argv: string[]): Promise<number> {
   // The spawner's read the catalog's spawner (none with --command-spawner=off: state off).
   metrics.commandSpawner.attach(checks.catalog.spawner);
   const upstream = cfg.upstream ? await startUpstream(cfg, cfg.upstream, checks, logger, metrics) : undefined;
+  // Node mode forwards no calls and sees no operations: the gauges read 0 there (one dashboard for both modes).
+  if (!upstream?.health) {
+    const [{ operationMetrics }, { OperationTable }] = await Promise.all([import("../storage-health/operations-view.js"), import("../storage-health/operations.js")]);
+    operationMetrics(metrics, new OperationTable());
+  }
 
   let reporting: NodeReportingStarter | undefined;
   if (cfg.kube) {
@@ -144,7 +193,7 @@ export async function main(argv: string[]): Promise<number> {
       // The name the node's CSINode must list before a startup taint goes: in
       // gateway mode the driver's own, once it has answered GetPluginInfo.
       const driverName = upstream ? () => upstream.status.driverName : () => cfg.driverName;
-      reporting = await prepareReporting(cfg.kube, driverName, checks, logger, metrics);
+      reporting = await prepareReporting(cfg.kube, driverName, checks, logger, metrics, upstream);
     } catch (err) {
       await upstream?.close();
       await checks.stop();
@@ -170,7 +219,7 @@ export async function main(argv: string[]): Promise<number> {
       healthNotes: () => [...checks.notes(), ...(upstream?.healthNotes() ?? [])],
       csiOnlyServices: upstream ? MOUNT_API_SERVICES : undefined,
       // Node mode answers the health RPCs from it on the CSI endpoint; gateway mode's upstream route already does.
-      health: checks.health && { view: checks.health.view, registry: checks.health.registry },
+      health: upstream?.health ?? (checks.health && { view: checks.health.view, registry: checks.health.registry }),
       healthAnsweredUpstream: upstream !== undefined,
       // A diagnostic switch: the interop tests and benchmarks compare both paths.
       fastPath: process.env.PROBEGATE_FAST_PATH !== "off",

@@ -130,6 +130,24 @@ export interface StorageEntryLike {
  * is named in the message but keeps True: the node can still serve its
  * volumes), False while one is (the Events carry the checks' messages), Unknown until the first check round.
  */
+/**
+ * The opt-in operations condition (--node-operations-condition): False while
+ * the storage health carries a VolumeOperationsStuck entry (a mount or unmount
+ * the driver has not completed for --operation-stuck-after), so an operator or
+ * the Node Readiness Controller can cordon or drain the node; True otherwise.
+ * Never part of the readiness verdict or Probe. The message is stable (no
+ * durations): a changed message is a Node write.
+ */
+export function operationsCondition(entries: readonly StorageEntryLike[], known: boolean, type: string): DesiredCondition {
+  if (!known) return { type, status: "Unknown", reason: "Initializing", message: "probegate has not finished its first check round" };
+  const stuck = entries.find((e) => e.reason === OPERATIONS_STUCK_REASON);
+  if (stuck) return { type, status: "False", reason: OPERATIONS_STUCK_REASON, message: "a volume operation is stuck on this node (NodeGetStorageHealth, the PV's Events and probegate_volume_operations_stuck name it)" };
+  return { type, status: "True", reason: "NoStuckOperations", message: "no volume operation stuck" };
+}
+
+/** The storage health reason of stuck operations (storage-health/operations-view.ts). */
+const OPERATIONS_STUCK_REASON = "VolumeOperationsStuck";
+
 export function storageCondition(entries: readonly StorageEntryLike[], known: boolean, type: string): DesiredCondition & { ok: boolean } {
   if (!known) {
     return { type, status: "Unknown", reason: "Initializing", message: "probegate has not finished its first check round", ok: true };

@@ -9,6 +9,7 @@ import { loadClientConfig } from "./client/kubeconfig.js";
 import { KubeMetrics } from "./metrics.js";
 import { NodeReporter } from "./reporter.js";
 import type { KubeReportingSpec } from "./spec.js";
+import type { UnstickSource } from "./unstick-events.js";
 
 export interface NodeReporting {
   stop(): Promise<void>;
@@ -19,6 +20,8 @@ export interface NodeReportingOptions {
   readiness: ReadinessProvider;
   /** Storage and volume health (Events on the Node and PVs, the opt-in storage condition/taint); absent: none. */
   storageHealth?: StorageHealthView;
+  /** --unstick=unmount's steps (gateway mode), each an Event. */
+  unstick?: UnstickSource;
   /** The current CSI driver name (gateway mode: the upstream's once it has answered). */
   driverName: () => string;
   logger: Logger;
@@ -49,7 +52,7 @@ export function prepareNodeReporting(opts: NodeReportingOptions): { start(): Nod
   });
   return {
     start() {
-      const reporter = new NodeReporter({ api, spec: opts.spec, readiness: opts.readiness, storageHealth: opts.storageHealth, driverName: opts.driverName, logger: opts.logger, metrics });
+      const reporter = new NodeReporter({ api, spec: opts.spec, readiness: opts.readiness, storageHealth: opts.storageHealth, unstick: opts.unstick, driverName: opts.driverName, logger: opts.logger, metrics });
       reporter.start();
       return {
         stop: async () => {

@@ -9,9 +9,10 @@ import type { StorageHealthView } from "../storage-health/view.js";
 import type { Logger } from "../observability/logger.js";
 import { KubeError, type Identity, type KubeApi } from "./client/api.js";
 import { Backoff, TokenBucket } from "./backoff.js";
-import { desiredState, storageCondition, type DesiredState } from "./desired.js";
+import { desiredState, operationsCondition, storageCondition, type DesiredState } from "./desired.js";
 import { NodeEvents } from "./events.js";
 import { HealthEvents } from "./health-events.js";
+import { recordUnstickEvents, type UnstickSource } from "./unstick-events.js";
 import type { KubeMetrics } from "./metrics.js";
 import { FailureLog } from "./failure-log.js";
 import { planConditions, planTaint } from "./node-plan.js";
@@ -29,6 +30,8 @@ export interface NodeReporterOptions {
   metrics: KubeMetrics;
   /** Storage and volume health: Events on transitions, and the opt-in storage condition and taint. */
   storageHealth?: StorageHealthView;
+  /** --unstick=unmount's steps, each an Event. */
+  unstick?: UnstickSource;
   now?: () => number;
 }
 
@@ -51,6 +54,7 @@ export class NodeReporter {
   private readonly events: NodeEvents;
   private readonly healthEvents: HealthEvents | undefined;
   private unsubscribeStorage: (() => void) | null = null;
+  private unsubscribeUnstick: (() => void) | null = null;
   /** Identity for reading the Node and writing its status. */
   private readonly statusAs: Identity;
 
@@ -114,8 +118,14 @@ export class NodeReporter {
   start(): void {
     this.unsubscribe = this.opts.readiness.subscribe(() => this.onSnapshot());
     this.healthEvents?.start();
+    if (this.opts.unstick) {
+      this.unsubscribeUnstick = recordUnstickEvents(this.opts.unstick, this.spec.nodeName, (type, reason, note, o) => {
+        this.events.record(type, reason, note, this.now(), o);
+        this.kick();
+      });
+    }
     // The storage condition and taint follow storage changes between readiness snapshots too.
-    if (this.opts.storageHealth && (this.spec.storageCondition || this.spec.storageTaint)) {
+    if (this.opts.storageHealth && (this.spec.storageCondition || this.spec.storageTaint || this.spec.operationsCondition)) {
       this.unsubscribeStorage = this.opts.storageHealth.subscribe((c) => {
         if (c.storage) this.onSnapshot();
       });
@@ -129,6 +139,7 @@ export class NodeReporter {
     this.stopped = true;
     this.unsubscribe?.();
     this.unsubscribeStorage?.();
+    this.unsubscribeUnstick?.();
     this.healthEvents?.stop();
     if (this.timer) clearTimeout(this.timer);
     this.watch.stop();
@@ -137,6 +148,7 @@ export class NodeReporter {
 
   private compute(): DesiredState {
     const d = desiredState(this.opts.readiness.snapshot(), this.spec.condition, this.spec.conditionPerCheck);
+    if (this.spec.operationsCondition) d.conditions.push(operationsCondition(this.opts.storageHealth?.storage() ?? [], d.known, this.spec.operationsCondition));
     if (!this.spec.storageCondition && !this.spec.storageTaint) return d;
     // Without a storage view (no storage checks wired) nothing adverse is known.
     const st = storageCondition(this.opts.storageHealth?.storage() ?? [], d.known, this.spec.storageCondition ?? "");
@@ -214,7 +226,7 @@ export class NodeReporter {
         this.watch.ensure();
       }
       let done = true;
-      if (this.spec.condition || this.spec.storageCondition) {
+      if (this.spec.condition || this.spec.storageCondition || this.spec.operationsCondition) {
         step = "write condition";
         done = (await this.syncConditions()) && done;
       }
@@ -273,7 +285,7 @@ export class NodeReporter {
     this.m.lastWrite.set(this.now() / 1000);
     for (const c of plan.write) {
       for (const s of ["True", "False", "Unknown"]) this.m.conditionStatus.set({ condition: c.type, status: s }, c.status === s ? 1 : 0);
-      if (c.type !== this.spec.condition && c.type !== this.spec.storageCondition) this.perCheckWritten.add(c.type);
+      if (c.type !== this.spec.condition && c.type !== this.spec.storageCondition && c.type !== this.spec.operationsCondition) this.perCheckWritten.add(c.type);
     }
     for (const t of plan.remove) {
       this.perCheckWritten.delete(t);

@@ -33,6 +33,8 @@ export interface KubeReportingSpec {
   conditionPerCheck: boolean;
   /** --node-storage-condition: a second condition from the storage health entries (off by default). */
   storageCondition?: string;
+  /** --node-operations-condition: False while a volume operation is stuck (gateway mode; off by default). */
+  operationsCondition?: string;
   /** --node-storage-taint: the taint also follows storage health (STORAGE_UNREACHABLE counts as not ready for it). */
   storageTaint?: boolean;
   taint?: TaintSpec;

@@ -34,7 +34,8 @@ export interface RecordedCall {
   cancelled: boolean;
 }
 
-type Script = ScriptedReply | ((request: Buffer) => ScriptedReply);
+/** A function may answer later (a stand-in driver doing real work, e.g. running umount). */
+type Script = ScriptedReply | ((request: Buffer) => ScriptedReply | Promise<ScriptedReply>);
 
 const identity = (b: Buffer) => b;
 
@@ -101,7 +102,15 @@ export class FakeCsiDriver {
     };
     this.calls.push(record);
     const script = this.scripts.get(path);
-    const reply: ScriptedReply = typeof script === "function" ? script(record.request) : (script ?? {});
+    call.on("cancelled", () => {
+      record.cancelled = true;
+    });
+    const made = typeof script === "function" ? script(record.request) : (script ?? {});
+    if (made instanceof Promise) void made.then((reply) => this.reply(record, call, callback, reply));
+    else this.reply(record, call, callback, made);
+  }
+
+  private reply(record: RecordedCall, call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>, reply: ScriptedReply): void {
     const answer = () => {
       if (record.cancelled) return;
       if (reply.headers) call.sendMetadata(toMetadata(reply.headers));
@@ -111,9 +120,6 @@ export class FakeCsiDriver {
       }
       callback(null, Buffer.from(reply.message ?? new Uint8Array()), reply.trailers ? toMetadata(reply.trailers) : undefined);
     };
-    call.on("cancelled", () => {
-      record.cancelled = true;
-    });
     if (reply.delayMs) setTimeout(answer, reply.delayMs);
     else answer();
   }

@@ -50,6 +50,8 @@ export interface FakeFilesystem {
   states?: Record<string, ImportState>;
   /** Target → state_history entries `[epoch, STATE]`, oldest first (at most 16 are printed). */
   history?: Record<string, Array<[number, ImportState]>>;
+  /** Target → its server's NIDs in the import (current connection, then failover partners); default [mgsNid]. */
+  servers?: Record<string, string[]>;
 }
 
 export interface FakeLustreState {

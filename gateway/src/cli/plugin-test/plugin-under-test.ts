@@ -11,6 +11,7 @@ import { applyHealthFamily } from "../../runtime/plugin-output.js";
 import { loadPlugin } from "../../runtime/loader.js";
 import { Sandbox } from "../../runtime/sandbox.js";
 import { configDefaults } from "../../runtime/schema.js";
+import { withConfigFacts } from "../../checks/config-facts.js";
 import type { CheckOutput, LoadedPlugin, PluginManifest, PluginRefusal } from "../../runtime/types.js";
 
 /**
@@ -93,6 +94,9 @@ export class PluginUnderTest {
     const notes: string[] = [];
     const now = Date.now();
     const sources: Array<[string, SourceResult]> = [];
+    // Sources see the plugin's own configuration as the gateway gives it (checks/config-facts.ts).
+    const configured = await this.configFor(c);
+    const sourceFacts = withConfigFacts(c.facts, configured.ok ? configured.value : undefined);
     for (const name of m.sources) {
       const saved = c.sources.get(name);
       if (saved === undefined) {
@@ -100,7 +104,7 @@ export class PluginUnderTest {
         sources.push([name, { ok: false, exitCode: null, stdout: "", stderr: "", error: `no saved output for ${name}`, truncated: false, fetchedAtMs: now }]);
         continue;
       }
-      const r = this.catalog.has(name) ? await this.catalog.replay(name, saved, c.facts) : replayHostSource(name, saved, now);
+      const r = this.catalog.has(name) ? await this.catalog.replay(name, saved, sourceFacts) : replayHostSource(name, saved, now);
       if ("problem" in r) return { ok: false, problem: r.problem };
       if (!r.ok && r.error?.startsWith("fact ")) notes.push(`${name}: ${r.error}, so the gateway does not run it`);
       sources.push([name, { ...r, fetchedAtMs: now }]);

@@ -17,8 +17,11 @@ import { SourcesFileWatcher } from "./sources-watch.js";
 import { modulesDepSource } from "./modules-dep.js";
 import { modprobeOptionsSource } from "./modprobe-options.js";
 import { statfsSource, StatfsProber } from "./statfs.js";
+import { peerPingsSource, serverPingsSource, ServerPinger, type ServerPingSettings } from "./server-pings.js";
+import { serverPingMetrics } from "../../observability/server-ping-metrics.js";
 import { gateLustreSources } from "./lustre-gate.js";
 import { shareNetShow } from "./net-show-plain.js";
+import { isValidNid } from "./validate.js";
 import {
   commandSource,
   fileSource,
@@ -34,6 +37,8 @@ import {
 interface RunContext {
   room: ProcessRoom;
   statfs?: StatfsProber;
+  /** The pinger behind lnet.server_pings, and how it reads the sources naming the servers. */
+  pings?: { pinger: ServerPinger; read: (name: "proc.mounts" | "lctl.imports") => Promise<SourceResult> };
 }
 
 export { isValidIfaceName, isValidNid, parseNid } from "./validate.js";
@@ -114,6 +119,8 @@ export interface SourceCatalogOptions {
   statfsMaxOutstanding?: number;
   /** volume.statfs: a path that answered is probed again after this long. Default 30 s. */
   statfsIntervalMs?: number;
+  /** lnet.server_pings bounds (SERVER_PING_DEFAULTS); intervalMs is --server-ping-interval. */
+  serverPings?: Partial<ServerPingSettings>;
   /**
    * Monotonic milliseconds for the result cache and kept results (tests drive
    * it by hand to pass a TTL or a max age without sleeping). Default performance.now.
@@ -129,6 +136,18 @@ export interface SourceCatalogOptions {
  * A healthy path is probed every 30 s (half the kubelet's cadence): a new hang
  * shows within 35 s, and 8 volumes cost a process start every ~4 s, not 8 every round.
  */
+/**
+ * Server pings: once per NID per 30 s (Lustre's own pinger pings every
+ * obd_timeout/4, 25 s by default); `lnetctl ping --timeout=5` (a healthy LNet
+ * peer answers in well under a millisecond on TCP, and LNet's own transaction
+ * timeout gives up after tens of seconds, which no round should wait for); a
+ * ping still running 15 s after it started is hung; a read waits 3 s at most
+ * (the usual command deadline) and reports the rest next time; 32 pings start
+ * per read and 64 may be outstanding (hung included), so a node with every
+ * server gone keeps 64 processes at worst.
+ */
+export const SERVER_PING_DEFAULTS: Readonly<ServerPingSettings & { ttlMs: number }> = Object.freeze({ intervalMs: 30_000, timeoutSeconds: 5, boundMs: 15_000, waitMs: 3_000, maxPerRead: 32, maxOutstanding: 64, ttlMs: 1_000 });
+
 export const STATFS_DEFAULTS = Object.freeze({ boundMs: 5_000, maxOutstanding: 64, ttlMs: 1_000, intervalMs: 30_000 });
 
 /** A --sources file edit that was refused (the last good set stays); shown as a `[!]` line. */
@@ -255,7 +274,15 @@ const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => Sour
   // Each NI's `health stats` (`health value`) are printed from verbosity 2 on (2.12–2.17); 3 as the #30 contract names it.
   "lnetctl.net_show_health": (name, { ctx, cmd }) =>
     commandSource({ name, argv: ["lnetctl", "net", "show", "-v", "3"], label: "lnetctl net show -v 3", ...cmd }, ctx.room),
+  // Each peer NI's `health stats` (`health value` and the counters), 2.12–2.17.
+  "lnetctl.peer_show_health": (name, { ctx, cmd }) =>
+    commandSource({ name, argv: ["lnetctl", "peer", "show", "-v", "3"], label: "lnetctl peer show -v 3", ...cmd }, ctx.room),
   "volume.statfs": (name, { ctx, d }) => (ctx.statfs ? statfsSource(name, ctx.statfs, STATFS_DEFAULTS.ttlMs, d.maxOutputBytes) : undefined),
+  // The servers of the mounted file systems, pinged at the LNet level (server-pings.ts).
+  "lnet.server_pings": (name, { ctx, d }) =>
+    ctx.pings ? serverPingsSource(name, ctx.pings.pinger, ctx.pings.read, SERVER_PING_DEFAULTS.ttlMs, d.maxOutputBytes) : undefined,
+  // The peers a check is configured with (lnet-self-ping's `peers:`), by the same pinger.
+  "lnet.peer_pings": (name, { ctx, d }) => (ctx.pings ? peerPingsSource(name, ctx.pings.pinger, SERVER_PING_DEFAULTS.ttlMs, d.maxOutputBytes, isValidNid) : undefined),
 };
 
 export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze(Object.keys(BUILTIN));
@@ -320,6 +347,19 @@ export class SourceCatalog {
       }),
     };
     const now = opts.now ?? (() => performance.now());
+    const pingMetrics = opts.metrics ? serverPingMetrics(opts.metrics.registry) : undefined;
+    ctx.pings = {
+      pinger: new ServerPinger({
+        room,
+        ...SERVER_PING_DEFAULTS,
+        ...stripUndefined(opts.serverPings ?? {}),
+        now,
+        ...(pingMetrics
+          ? { onPing: (result, seconds) => pingMetrics.pings.observe({ result }, seconds), onChange: (n) => pingMetrics.outstanding.set(n) }
+          : {}),
+      }),
+      read: (name) => self!.read(name, {}),
+    };
     const defs = await buildDefs(opts, d, ctx, now, (name) => self!.read(name, {}));
     const log = opts.logger.child({ component: "sources" });
     self = new SourceCatalog(defs, opts, d, ctx, log, opts.metrics, now);
@@ -342,7 +382,12 @@ export class SourceCatalog {
   async stop(): Promise<void> {
     this.watcher?.stop();
     this.watcher = null;
-    await Promise.all([this.ctx.statfs?.stop(), this.ctx.room.stop()]);
+    await Promise.all([this.ctx.statfs?.stop(), this.ctx.pings?.pinger.stop(), this.ctx.room.stop()]);
+  }
+
+  /** The process room the sources run in (its place rules are the Lustre tools'): for what else must run where they do (--unstick). */
+  get room(): ProcessRoom {
+    return this.ctx.room;
   }
 
   /** The command spawner, when this catalog was given one (commandSpawner). */
@@ -353,6 +398,11 @@ export class SourceCatalog {
   /** statfs probes outstanding now, hung ones included (volume.statfs). */
   statfsOutstanding(): number {
     return this.ctx.statfs?.count() ?? 0;
+  }
+
+  /** Server pings outstanding now, hung ones included (lnet.server_pings). */
+  serverPingsOutstanding(): number {
+    return this.ctx.pings?.pinger.count() ?? 0;
   }
 
   /** Called after the set of sources or its problems changed. */

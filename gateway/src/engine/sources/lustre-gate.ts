@@ -111,6 +111,8 @@ export function gateLustreSources(defs: SourceDef[], read: CatalogRead): SourceD
         return gated(d, () => whyNoLustre(read, paths, true), (w) => getParamNotRun(params, w));
       }
       case "lfs.getname":
+      // Peers of a client are its servers: none to judge while nothing Lustre is mounted.
+      case "lnetctl.peer_show_health":
         return gated(d, () => whyNoLustre(read, paths, true), notRun);
       case "lustre.health_check": {
         const params = paramsOf(d);

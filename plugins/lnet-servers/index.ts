@@ -1,0 +1,189 @@
+// Storage health (probe "storage"): does every server this node's Lustre file
+// systems use answer at the LNet level? Reads `lnet.server_pings` (the
+// gateway pings each server's NIDs, at most once per NID per interval, and
+// prints one line per server: `server FS ROLE TARGETS NID=RESULT…`; see
+// plugins/ABI.md). The imports (lustre-imports) notice a lost server only
+// after Lustre's own timeouts, and an IDLE OSC says nothing about its server
+// now; this check says whether the path to each server works, with its own
+// reasons so both can stand:
+// - LnetMdsUnreachable: STORAGE_UNREACHABLE when no MDS of a file system
+//   answers, STORAGE_DEGRADED when some do not;
+// - LnetOssUnreachable, LnetMgsUnreachable: STORAGE_DEGRADED;
+// - LnetPingUnknown (STORAGE_DEGRADED): a ping hung, or could not be run or
+//   read (lnetctl missing, LNet down here): cannot tell is never healthy.
+// A server is reachable when any of its NIDs answered (a failover pair is one
+// server); unreachable when every NID timed out or was refused; not yet
+// pinged servers are said in the message, never reported healthy by name.
+import {
+  Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, joinStrings, UniqueList,
+  STORAGE_DEGRADED, STORAGE_UNREACHABLE, sourceFailed,
+} from "../sdk";
+
+const SOURCE = "lnet.server_pings";
+
+export function manifest(): string {
+  return new Manifest("lnet-servers", "1.0.0", "every Lustre server (MGS, MDS, OSS) of the mounted file systems answers an LNet ping")
+    .source(SOURCE)
+    .probeKind("storage")
+    .toJson();
+}
+
+export function check(input: string): string {
+  const inp = CheckInput.parse(input);
+  if (inp.error.length > 0) return respond(unknown("the check input: " + inp.error));
+  const src = inp.source(SOURCE);
+  if (src === null) return respond(unknown("source " + SOURCE + " was not provided to the check"));
+  return respond(evaluate(src!));
+}
+
+function unknown(what: string): Result {
+  return Result.warn("LnetPingUnknown", "cannot tell whether the Lustre servers answer LNet pings: " + clip(oneLine(what), 400))
+    .health(STORAGE_DEGRADED, "LnetPingUnknown", "cannot tell whether the Lustre servers answer LNet pings: " + clip(oneLine(what), 400));
+}
+
+const REACHABLE: i32 = 0;
+const UNREACHABLE: i32 = 1;
+const UNKNOWN: i32 = 2;
+const PENDING: i32 = 3;
+
+class Server {
+  fs: string = "";
+  role: string = "";
+  targets: string = "";
+  nids: Array<string> = new Array<string>();
+  results: Array<string> = new Array<string>();
+  verdict: i32 = PENDING;
+}
+
+function judge(s: Server): i32 {
+  let ok = false;
+  let pending = false;
+  let down = 0;
+  for (let i = 0; i < s.results.length; i++) {
+    const r = s.results[i];
+    if (r.startsWith("ok/")) ok = true;
+    else if (r == "pending" || r == "skipped") pending = true;
+    else if (r == "timeout" || r.startsWith("fail/")) down++;
+  }
+  if (ok) return REACHABLE;
+  if (pending) return PENDING;
+  return down == s.results.length && down > 0 ? UNREACHABLE : UNKNOWN;
+}
+
+/** `10.0.0.3@tcp (timeout)`, the NIDs of one server with what each answered. */
+function describe(s: Server): string {
+  const parts = new Array<string>();
+  for (let i = 0; i < s.nids.length; i++) parts.push(s.nids[i] + " (" + s.results[i].replace("/", " ") + ")");
+  return joinStrings(parts, ", ");
+}
+
+/** Entries merged per (status, reason): the host keeps one per pair. */
+class Merged {
+  status: string;
+  reason: string;
+  parts: Array<string> = new Array<string>();
+  fss: UniqueList = new UniqueList();
+  constructor(status: string, reason: string) {
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+function merge(items: Array<Merged>, status: string, reason: string, fs: string, text: string): void {
+  for (let i = 0; i < items.length; i++) {
+    if (items[i].status == status && items[i].reason == reason) {
+      items[i].parts.push(text);
+      items[i].fss.add(fs);
+      return;
+    }
+  }
+  const m = new Merged(status, reason);
+  m.parts.push(text);
+  m.fss.add(fs);
+  items.push(m);
+}
+
+function evaluate(src: Source): Result {
+  if (!src.ok) return unknown(sourceFailed(src).message);
+  const servers = new Array<Server>();
+  const unparsed = new Array<string>();
+  const lines = src.stdout.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.length == 0) continue;
+    const f = line.split(" ");
+    if (f[0] == "unparsed" && f.length >= 3) {
+      unparsed.push((f[1] == "-" ? "" : f[1] + ": ") + line.substring(f[0].length + f[1].length + 2));
+      continue;
+    }
+    if (f[0] != "server" || f.length < 5) return unknown("cannot parse " + SOURCE + ": line " + (i + 1).toString() + ": " + clip(line, 120));
+    const s = new Server();
+    s.fs = f[1];
+    s.role = f[2];
+    s.targets = f[3];
+    for (let k = 4; k < f.length; k++) {
+      const eq = f[k].lastIndexOf("=");
+      if (eq <= 0) return unknown("cannot parse " + SOURCE + ": " + clip(f[k], 120));
+      s.nids.push(f[k].substring(0, eq));
+      s.results.push(f[k].substring(eq + 1));
+    }
+    s.verdict = judge(s);
+    servers.push(s);
+  }
+  if (src.truncated) return unknown(SOURCE + " was truncated");
+
+  const fss = new UniqueList();
+  for (let i = 0; i < servers.length; i++) fss.add(servers[i].fs);
+  const items = new Array<Merged>();
+  let reachable = 0;
+  let pending = 0;
+  for (let n = 0; n < fss.length; n++) {
+    const fs = fss.items[n];
+    let mds = 0;
+    const downMds = new Array<string>();
+    for (let i = 0; i < servers.length; i++) {
+      const s = servers[i];
+      if (s.fs != fs) continue;
+      if (s.verdict == REACHABLE) reachable++;
+      if (s.verdict == PENDING) pending++;
+      if (s.role == "mds") {
+        mds++;
+        if (s.verdict == UNREACHABLE) downMds.push(s.targets.replaceAll(",", "/") + " on " + describe(s));
+      }
+      if (s.verdict == UNREACHABLE && s.role == "oss") merge(items, STORAGE_DEGRADED, "LnetOssUnreachable", fs, fs + ": " + s.targets.replaceAll(",", "/") + " on " + describe(s));
+      if (s.verdict == UNREACHABLE && s.role == "mgs") merge(items, STORAGE_DEGRADED, "LnetMgsUnreachable", fs, fs + ": MGS " + describe(s));
+      if (s.verdict == UNKNOWN) merge(items, STORAGE_DEGRADED, "LnetPingUnknown", fs, fs + ": " + s.role.toUpperCase() + " " + describe(s));
+    }
+    if (downMds.length > 0) {
+      const all = downMds.length == mds;
+      merge(items, all ? STORAGE_UNREACHABLE : STORAGE_DEGRADED, "LnetMdsUnreachable", fs,
+        fs + ": " + (all ? "no MDS answers: " : downMds.length.toString() + " of " + mds.toString() + " MDS do not answer: ") + joinStrings(downMds, "; "));
+    }
+  }
+
+  const r = Result.pass("LnetServersReachable", "");
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i];
+    const what = it.reason == "LnetPingUnknown" ? "cannot tell whether these answer LNet pings: " : "no LNet answer: ";
+    r.health(it.status, it.reason, clip(what + joinStrings(it.parts, "; "), 1000), it.fss.length == 1 ? it.fss.items[0] : "");
+  }
+  if (items.length > 0) {
+    r.status = "warn";
+    for (let i = 0; i < items.length; i++) if (items[i].status == STORAGE_UNREACHABLE) r.status = "fail";
+    r.reason = items[0].reason;
+    const parts = new Array<string>();
+    for (let i = 0; i < items.length; i++) parts.push(items[i].reason + ": " + joinStrings(items[i].parts, "; "));
+    r.message = joinStrings(parts, "; ");
+  } else if (servers.length == 0 && unparsed.length > 0) {
+    r.reason = "LnetServersNotChecked";
+    r.message = "no server NID could be read";
+  } else if (servers.length == 0) {
+    r.reason = "NoLustreServers";
+    r.message = "no Lustre server to ping (no Lustre file system mounted)";
+  } else {
+    r.message = reachable.toString() + " server(s) of " + humanList(fss.items, 5) + " answer LNet pings";
+  }
+  if (pending > 0) r.message += "; " + pending.toString() + " server(s) not pinged yet";
+  if (unparsed.length > 0) r.message += "; not checked (NIDs unknown): " + clip(joinStrings(unparsed, "; "), 300);
+  return r;
+}
