@@ -189,6 +189,8 @@ describe("connection table", () => {
     t.accept(s[3]!);
     expect(t.timeoutMs(30_000)).toBe(1_000);
     expect(t.timeoutMs(500)).toBe(500);
+    // A kept connection's floor.
+    expect(t.timeoutMs(30_000, 10_000)).toBe(10_000);
     t.stop();
   });
 });

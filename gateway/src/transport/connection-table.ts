@@ -33,6 +33,15 @@ export interface Conn {
 /** The shortest an idle or header timeout is cut to when the table is nearly full. */
 const FLOOR_MS = 1_000;
 
+/**
+ * The shortest the idle timeout of a connection that has made a request is
+ * cut to. Closing a kept connection races with its client's next request
+ * (HTTP/1.1 gets EPIPE, HTTP/2 a refused stream), and a flood is made of
+ * connections that never ask anything: those go at the header timeout and
+ * are evicted first, so kept clients polling every few seconds keep theirs.
+ */
+const KEPT_FLOOR_MS = 10_000;
+
 /** Above this fill, idle and header timeouts shrink in proportion to the room left. */
 const SHRINK_FROM = 0.5;
 
@@ -108,10 +117,10 @@ export class ConnectionTable {
   }
 
   /** The idle or header timeout for a connection now, shortened as the table fills. */
-  timeoutMs(base: number): number {
+  timeoutMs(base: number, floor = FLOOR_MS): number {
     const fill = this.conns.size / this.limits.maxConnections;
     if (fill <= SHRINK_FROM) return base;
-    return Math.max(Math.min(base, FLOOR_MS), Math.floor(base * (1 - fill) / (1 - SHRINK_FROM)));
+    return Math.max(Math.min(base, floor), Math.floor(base * (1 - fill) / (1 - SHRINK_FROM)));
   }
 
   /** Every connection, for shutdown. */
@@ -176,9 +185,15 @@ export class ConnectionTable {
 
   private arm(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => this.sweep(), this.tickMs);
+    // Judged after the loop's next poll, not in the timer phase: after a stall
+    // a request already waiting unread would otherwise count as idleness.
+    this.timer = setInterval(() => setImmediate(this.sweepNow), this.tickMs);
     this.timer.unref();
   }
+
+  private readonly sweepNow = (): void => {
+    if (this.timer) this.sweep();
+  };
 
   private sweep(): void {
     if (this.conns.size === 0) {
@@ -187,7 +202,7 @@ export class ConnectionTable {
     }
     const now = Date.now();
     const header = this.timeoutMs(this.limits.headerTimeoutMs);
-    const idle = this.timeoutMs(this.limits.idleTimeoutMs);
+    const idle = this.timeoutMs(this.limits.idleTimeoutMs, KEPT_FLOOR_MS);
     for (const c of this.conns.values()) {
       if (c.busy > 0 || c.expiring) continue;
       if (now - c.idleSince < (c.awaitingFirst ? header : idle)) {

@@ -133,11 +133,11 @@ export function createH2Server(opts: {
 
   /** Destroys a session (and its socket) unless it has closed by itself within the grace. */
   const destroyLater = (session: http2.ServerHttp2Session, reason: "goaway_grace") => {
-    setTimeout(() => {
+    afterGrace(() => {
       if (session.destroyed) return;
       admission.rejected(reason);
       session.destroy();
-    }, GOAWAY_GRACE_MS).unref();
+    });
   };
   /**
    * The table's timeout: no stream open for the idle timeout (or none ever, for
@@ -156,23 +156,22 @@ export function createH2Server(opts: {
     if (session.destroyed || (session[CONN_OF]?.busy ?? 0) === 0) return;
     // Streams are open but nothing moved (a quiet Watch, or a session nghttp2
     // has already given up on): a PING tells a live peer from a dead one.
-    const timer = setTimeout(() => {
+    const timer = afterGrace(() => {
       if (session.destroyed) return;
       admission.rejected("goaway_grace");
       session.destroy();
-    }, GOAWAY_GRACE_MS);
-    timer.unref();
+    });
     try {
       const sent = session.ping((err) => {
-        clearTimeout(timer);
+        timer.cancel();
         if (err && !session.destroyed) session.destroy();
       });
       if (!sent) {
-        clearTimeout(timer);
+        timer.cancel();
         session.destroy();
       }
     } catch {
-      clearTimeout(timer);
+      timer.cancel();
       session.destroy();
     }
   };
@@ -186,21 +185,20 @@ export function createH2Server(opts: {
     if (seen.waiting || bytes === seen.bytes || session.destroyed) return;
     seen.bytes = bytes;
     seen.waiting = true;
-    const timer = setTimeout(() => {
+    const timer = afterGrace(() => {
       if (session.destroyed || conn.busy > 0) return;
       admission.rejected("goaway_grace");
       session.destroy();
-    }, GOAWAY_GRACE_MS);
-    timer.unref();
+    });
     try {
       session.ping(() => {
-        clearTimeout(timer);
+        timer.cancel();
         seen.waiting = false;
         // The ACK itself is bytes read; only what the peer sends after it asks for another look.
         seen.bytes = conn.socket.bytesRead;
       });
     } catch {
-      clearTimeout(timer);
+      timer.cancel();
       session.destroy();
     }
   };
@@ -238,6 +236,27 @@ export function createH2Server(opts: {
       }
     },
     stop: () => pending.stop(),
+  };
+}
+
+/**
+ * Runs `then` once the grace has passed and whatever arrived meanwhile has
+ * been read. A timer fires before the loop polls its sockets, so after a
+ * stall (a connection flood, a long GC) the peer's PING ACK or next request
+ * may already be waiting unread when the grace ends: judging then would reset
+ * a live connection and the call on it. The check phase comes after the poll.
+ */
+function afterGrace(then: () => void): { cancel(): void } {
+  let immediate: NodeJS.Immediate | undefined;
+  const timer = setTimeout(() => {
+    immediate = setImmediate(then);
+  }, GOAWAY_GRACE_MS);
+  timer.unref();
+  return {
+    cancel() {
+      clearTimeout(timer);
+      if (immediate) clearImmediate(immediate);
+    },
   };
 }
 
