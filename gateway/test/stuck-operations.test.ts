@@ -34,7 +34,8 @@ import { createLogger } from "../src/observability/logger.js";
 import { FakeKubeApi } from "./helpers/fake-kube-api.js";
 import { FakeCsiDriver, unixClient } from "./helpers/fake-csi-driver.js";
 import { startGatewayProcess } from "./helpers/gateway-process.js";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { describeProcess, findUnmounting } from "../src/storage-health/unmounting-process.js";
 
 const UNPUBLISH = "/csi.v1.Node/NodeUnpublishVolume";
 
@@ -82,7 +83,7 @@ async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number; forc
   const kubelet = join(node.dir, "kubelet");
   const inner = new ScriptedHealth();
   const metrics = new Metrics({ processMetrics: false });
-  const tracked = trackOperations({ health: { view: inner.view, registry: inner.registry }, metrics, stuckAfterMs: 300 });
+  const tracked = trackOperations({ health: { view: inner.view, registry: inner.registry }, metrics, stuckAfterMs: 300, procfs: node.procfs });
   const h = await startHarness({ health: tracked.health, observe: tracked.observe, metrics });
   driveUnmounts(h, node);
   const setup: Setup = { h, node, kubelet, tracked };
@@ -150,6 +151,10 @@ describe("stuck volume operations: tracked and reported", () => {
     expect(entries[0]).toMatchObject({ status: INACCESSIBLE, reason: "UnpublishStuck" });
     expect(entries[0]!.message).toContain(`NodeUnpublishVolume of ${target} pending for`);
     expect(entries[0]!.message).toMatch(/\d+ attempts, \d+ refused \(ABORTED\) or timed out, last ABORTED/);
+    // The driver's own umount, blocked in the kernel, as procfs shows it (read by the operations' timer, not by this call).
+    node.advance(720);
+    const told = await retryUntil(h, "vol-1", target, () => volumeHealth(h, "vol-1", target), (e) => /for 1[23]m/.test(e[0]?.message ?? ""), "the unmounting process");
+    expect(told[0]!.message).toMatch(/the unmounting process: umount \(pid \d+\) in D state \(uninterruptible: waiting in the kernel\) for 12m\d+s/);
     const storage = await eventually(() => storageHealth(h), (e) => e.length > 0, "storage entry");
     expect(storage[0]).toMatchObject({ status: STORAGE_DEGRADED, reason: "VolumeOperationsStuck" });
     expect(storage[0]!.message).toMatch(/^1 volume operation stuck; the oldest: NodeUnpublishVolume/);
@@ -264,7 +269,7 @@ describe("stuck volume operations: --unstick=unmount", () => {
 const OPS_CONDITION = "lustre.csi.example.com/NoStuckVolumeOperations";
 
 describe("stuck volume operations: Events and the opt-in Node condition", () => {
-  it("a Warning on the Node and on the PV when an unmount gets stuck, a Normal on the Node when it ends, repeats aggregated", async () => {
+  it("a Warning on the Node and on the PV when an unmount gets stuck, a Normal on both when it ends, repeats aggregated", async () => {
     const { h, node, kubelet, tracked } = await setUp();
     const { api, close } = await reportTo(h, node, tracked);
     try {
@@ -282,14 +287,20 @@ describe("stuck volume operations: Events and the opt-in Node condition", () => 
         await eventually(async () => (await unpublish(h, "vol-1", target)).error?.code ?? 0, (c) => c === 0, "retry succeeds");
         await eventually(async () => api.condition("node-a", OPS_CONDITION)?.status, (st) => st === "True", "operations condition True again");
         await eventually(async () => events().find((e) => e.reason === "StorageHealthRecovered" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `Node Normal, round ${round}`);
+        // The PV's own "ended": told before the successful unpublish makes the registry forget the volume.
+        await eventually(async () => events().find((e) => e.regarding?.kind === "PersistentVolume" && e.reason === "VolumeHealthRecovered" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `PV Normal, round ${round}`);
       }
       const onNode = events().filter((e) => e.regarding?.kind === "Node" && e.reason === "VolumeOperationsStuck");
       expect(onNode).toHaveLength(1);
       expect(onNode[0]).toMatchObject({ type: "Warning", series: { count: 2 } });
       expect(onNode[0]!.note).toContain("NodeUnpublishVolume");
       const onPv = events().filter((e) => e.regarding?.kind === "PersistentVolume");
-      expect(onPv.map((e) => [e.reason, e.regarding.name])).toEqual([["UnpublishStuck", "pv-stuck"]]);
-      expect(onPv[0]!.note).toContain(target);
+      expect(onPv.map((e) => [e.type, e.reason, e.regarding.name, e.series?.count]).sort()).toEqual([
+        ["Normal", "VolumeHealthRecovered", "pv-stuck", 2],
+        ["Warning", "UnpublishStuck", "pv-stuck", 2],
+      ]);
+      expect(onPv.find((e) => e.type === "Warning")!.note).toContain(target);
+      expect(onPv.find((e) => e.type === "Normal")!.note).toContain("UnpublishStuck cleared");
     } finally {
       await close();
     }
@@ -396,6 +407,58 @@ describe("stuck volume operations: faults and bad input", () => {
     expect(tracked.table.size()).toBe(0);
     expect(tracked.table.untracked).toBe(4);
     expect(await probe(h.client)).toEqual({ ready: true });
+  });
+});
+
+describe("the unmounting process (procfs scan)", () => {
+  const tree = () => {
+    const procfs = mkdtempSync(join(tmpdir(), "pg-procfs-"));
+    const proc = (pid: string, files: Record<string, string>) => {
+      mkdirSync(join(procfs, pid), { recursive: true });
+      for (const [f, text] of Object.entries(files)) writeFileSync(join(procfs, pid, f), text);
+    };
+    const stat = (pid: number, comm: string, state: string, startTicks: number) => `${pid} (${comm}) ${state} 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 ${startTicks} 9000000 200\n`;
+    writeFileSync(join(procfs, "uptime"), "5000.00 9000.00\n");
+    return { procfs, proc, stat };
+  };
+
+  it("finds the umount of a stuck path with its state and age; skips garbage, vanished and kernel entries; prefers umount to others naming the path", async () => {
+    const { procfs, proc, stat } = tree();
+    try {
+      proc("4242", { cmdline: "umount\0/k/p one\0", stat: stat(4242, "umount", "D", (5000 - 720) * 100) });
+      // Older, and naming the path, but not an umount.
+      proc("50", { cmdline: "/usr/bin/watcher\0--dir\0/k/p one/\0", stat: stat(50, "watcher", "S", 100) });
+      proc("77", { cmdline: "umount\0/k/q\0", stat: "garbage with no parens" });
+      proc("78", {});
+      proc("2", { cmdline: "", stat: stat(2, "kthreadd", "S", 0) });
+      proc("91", { cmdline: "umount\0-f\0/k/r/\0", stat: stat(91, "umount", "R", 4999 * 100) });
+      mkdirSync(join(procfs, "self"));
+      const r = await findUnmounting(procfs, ["/k/p one", "/k/q", "/k/r", "/k/none"], { now: () => 1_000_000 });
+      expect(r.read).toBe(6);
+      expect([...r.found.keys()].sort()).toEqual(["/k/p one", "/k/r"]);
+      const p = r.found.get("/k/p one")!;
+      expect(p).toMatchObject({ pid: 4242, name: "umount", state: "D" });
+      expect(describeProcess(p, 1_000_000)).toBe("umount (pid 4242) in D state (uninterruptible: waiting in the kernel) for 12m0s");
+      expect(describeProcess(r.found.get("/k/r")!, 1_000_000)).toBe("umount (pid 91) in R state (running) for 1s");
+    } finally {
+      rmSync(procfs, { recursive: true, force: true });
+    }
+  });
+
+  it("reads at most its cap of process entries, and nothing without a stuck path; an unreadable procfs finds nothing", async () => {
+    const { procfs, proc, stat } = tree();
+    try {
+      for (let pid = 100; pid < 140; pid++) proc(String(pid), { cmdline: `umount\0/k/${pid}\0`, stat: stat(pid, "umount", "D", 1) });
+      expect((await findUnmounting(procfs, ["/k/100"], { maxProcesses: 10 })).read).toBe(10);
+      expect((await findUnmounting(procfs, [])).read).toBe(0);
+      expect((await findUnmounting(join(procfs, "missing"), ["/k/100"])).found.size).toBe(0);
+      // No uptime: the state without an age.
+      rmSync(join(procfs, "uptime"));
+      const r = await findUnmounting(procfs, ["/k/120"]);
+      expect(describeProcess(r.found.get("/k/120")!, Date.now())).toBe("umount (pid 120) in D state (uninterruptible: waiting in the kernel)");
+    } finally {
+      rmSync(procfs, { recursive: true, force: true });
+    }
   });
 });
 

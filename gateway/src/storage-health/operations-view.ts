@@ -19,6 +19,7 @@ import {
   type OperationTransition,
 } from "./operations.js";
 import { unstickCounter } from "./unstick.js";
+import { describeProcess, findUnmounting, type UnmountingProcess } from "./unmounting-process.js";
 import type { HealthChange, StorageHealthEntry, StorageHealthView, VolumeHealthEntry, VolumeRegistry } from "./view.js";
 
 export const OPERATIONS_CHECK = "volume-operations";
@@ -38,6 +39,8 @@ export interface TrackOptions extends OperationTableOptions {
   metrics?: Metrics;
   /** How often stuck-ness is looked at (default a quarter of stuckAfterMs, within 50 ms and 15 s). */
   tickMs?: number;
+  /** --path.procfs: where a stuck path's unmounting process is looked for (one scan per tick, only while something is stuck). */
+  procfs?: string;
 }
 
 export function trackOperations(opts: TrackOptions): TrackedOperations {
@@ -49,6 +52,14 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     for (const fn of listeners) fn(c);
   };
   const stuckSince = (op: Operation) => new Date(op.firstAt + table.stuckAfterMs).toISOString();
+  // What the last procfs scan showed about the stuck paths (undefined: no scan since something got stuck).
+  let unmounting: Map<string, UnmountingProcess> | undefined;
+  let scanning = false;
+  const processPart = (op: Operation, at: number): string => {
+    if (!opts.procfs || !unmounting) return "";
+    const p = unmounting.get(op.path);
+    return p ? `; the unmounting process: ${describeProcess(p, at)}` : `; no process naming the path seen under ${opts.procfs}`;
+  };
 
   const volumeEntries = (volumeId: string, theirs: readonly VolumeHealthEntry[] | undefined): VolumeHealthEntry[] => {
     const at = now();
@@ -59,7 +70,7 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
       const reason = STUCK_REASON[op.method];
       if (seen.has(reason)) continue;
       seen.add(reason);
-      const message = `${describeOperation(op, at)}; the node shows: ${shows || "nothing adverse about this volume"}`;
+      const message = `${describeOperation(op, at)}${processPart(op, at)}; the node shows: ${shows || "nothing adverse about this volume"}`;
       out.push({ status: "INACCESSIBLE", reason, message: oneLine(message, MESSAGE_MAX), check: OPERATIONS_CHECK, since: stuckSince(op) });
     }
     return out;
@@ -107,8 +118,11 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     remember: (ref) => opts.health.registry.remember(ref),
     request: (ref) => opts.health.registry.request(ref),
     forget: (volumeId, path) => {
-      opts.health.registry.forget(volumeId, path);
+      // The operations first: their "ended" is told while the volume is still
+      // known, so its PV (named by the publish path the registry holds) gets
+      // the Normal Event too; forgotten first, only the Node would.
       for (const p of [path.targetPath, path.stagingPath]) if (p) table.forget(volumeId, p);
+      opts.health.registry.forget(volumeId, path);
     },
   };
 
@@ -122,8 +136,27 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     // The messages say "for how long": rebuild the cached answers of what is stuck.
     const stuck = table.stuck();
     if (stuck.length) notify({ storage: true, volumes: [...new Set(stuck.map((op) => op.volumeId))] });
+    scanUnmounting(stuck);
   }, tickMs);
   timer.unref();
+
+  /** At most one procfs scan in flight, and none while nothing is stuck: the report says what it found once it is done. */
+  function scanUnmounting(stuck: readonly Operation[]): void {
+    if (stuck.length === 0) {
+      unmounting = undefined;
+      return;
+    }
+    if (!opts.procfs || scanning) return;
+    scanning = true;
+    void findUnmounting(opts.procfs, [...new Set(stuck.map((op) => op.path))], { now })
+      .then((r) => {
+        if (table.stuck().length === 0) return;
+        unmounting = r.found;
+        notify({ storage: false, volumes: [...new Set(table.stuck().map((op) => op.volumeId))] });
+      })
+      .catch(() => undefined)
+      .finally(() => (scanning = false));
+  }
 
   if (opts.metrics) operationMetrics(opts.metrics, table, now);
 
