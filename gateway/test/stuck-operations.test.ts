@@ -32,7 +32,7 @@ import { KubeMetrics } from "../src/kube/metrics.js";
 import { NodeReporter } from "../src/kube/reporter.js";
 import { createLogger } from "../src/observability/logger.js";
 import { FakeKubeApi } from "./helpers/fake-kube-api.js";
-import { FakeCsiDriver, unixClient } from "./helpers/fake-csi-driver.js";
+import { FakeCsiDriver, FaultyCsiDriver, unixClient, type DriverFault } from "./helpers/fake-csi-driver.js";
 import { startGatewayProcess } from "./helpers/gateway-process.js";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { describeProcess, findUnmounting } from "../src/storage-health/unmounting-process.js";
@@ -49,7 +49,10 @@ interface Setup {
 }
 
 let s: Setup | undefined;
+let faulty: FaultyCsiDriver | undefined;
 afterEach(async () => {
+  await faulty?.stop();
+  faulty = undefined;
   s?.unsticker?.stop();
   s?.tracked.stop();
   await s?.room?.stop();
@@ -78,13 +81,13 @@ function driveUnmounts(h: Pick<Harness, "driver">, node: FakeNode): void {
   });
 }
 
-async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number; forceTimeoutMs?: number; roomPath?: string } = {}): Promise<Setup> {
+async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number; forceTimeoutMs?: number; roomPath?: string; timeoutCapMs?: number } = {}): Promise<Setup> {
   const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-")));
   const kubelet = join(node.dir, "kubelet");
   const inner = new ScriptedHealth();
   const metrics = new Metrics({ processMetrics: false });
   const tracked = trackOperations({ health: { view: inner.view, registry: inner.registry }, metrics, stuckAfterMs: 300, procfs: node.procfs });
-  const h = await startHarness({ health: tracked.health, observe: tracked.observe, metrics });
+  const h = await startHarness({ health: tracked.health, observe: tracked.observe, metrics, timeoutCapMs: opts.timeoutCapMs });
   driveUnmounts(h, node);
   const setup: Setup = { h, node, kubelet, tracked };
   if (opts.unstick) {
@@ -407,6 +410,50 @@ describe("stuck volume operations: faults and bad input", () => {
     expect(tracked.table.size()).toBe(0);
     expect(tracked.table.untracked).toBe(4);
     expect(await probe(h.client)).toEqual({ ready: true });
+  });
+});
+
+describe("stuck volume operations: faults from the driver", () => {
+  it("a driver that resets the stream, never answers (the caller's deadline passes) or answers garbage: tracked with that last result, reported stuck, Probe answering throughout", async () => {
+    // The gateway's own bound on an upstream wait (300 ms) ends a silent call before the caller's 500 ms deadline: DEADLINE_EXCEEDED, not the caller's cancel.
+    const { h, tracked } = await setUp({ timeoutCapMs: 300 });
+    const faults: Record<string, DriverFault> = { "vol-reset": "reset", "vol-silent": "silent", "vol-garbage": "garbage" };
+    await h.driver.stop();
+    faulty = await new FaultyCsiDriver(h.driverSocket, (path, request) => (path === UNPUBLISH ? faults[fromBinary(NodeUnpublishVolumeRequestSchema, request).volumeId] : undefined)).start();
+    const target = (vol: string) => `/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pv-${vol.slice(4)}/mount`;
+    const want: Record<string, { code: grpc.status; last: string }> = {
+      "vol-reset": { code: grpc.status.INTERNAL, last: "INTERNAL" },
+      "vol-silent": { code: grpc.status.DEADLINE_EXCEEDED, last: "DEADLINE_EXCEEDED" },
+      "vol-garbage": { code: grpc.status.INTERNAL, last: "INTERNAL" },
+    };
+    const codes = new Map<string, Set<number>>();
+    const probes: unknown[] = [];
+    const reported = await eventually(
+      async () => {
+        const [answers] = await Promise.all([
+          Promise.all(Object.keys(faults).map(async (vol) => [vol, (await unpublish(h, vol, target(vol))).error?.code ?? 0] as const)),
+          probe(h.client).then((p) => probes.push(p)),
+        ]);
+        for (const [vol, code] of answers) codes.set(vol, (codes.get(vol) ?? new Set()).add(code));
+        return Promise.all(Object.keys(faults).map(async (vol) => [vol, await volumeHealth(h, vol, target(vol))] as const));
+      },
+      (all) => all.every(([, e]) => e.some((x) => x.reason === "UnpublishStuck")),
+      "each faulty unmount reported stuck",
+    );
+    for (const [vol, entries] of reported) {
+      expect([...codes.get(vol)!], vol).toEqual([want[vol]!.code]);
+      const op = tracked.table.all().find((o) => o.volumeId === vol)!;
+      expect(op, vol).toMatchObject({ method: "NodeUnpublishVolume", last: want[vol]!.last, stuck: true });
+      expect(entries[0]!.message, vol).toContain(`last ${want[vol]!.last}`);
+    }
+    // The timed-out attempts are counted as such; a reset or garbage is a failure, not a refusal.
+    expect(tracked.table.all().find((o) => o.volumeId === "vol-silent")!.refusedOrTimedOut).toBeGreaterThan(0);
+    expect(tracked.table.all().find((o) => o.volumeId === "vol-reset")!.refusedOrTimedOut).toBe(0);
+    expect(faulty.calls.filter((c) => c.fault).map((c) => c.fault)).toEqual(expect.arrayContaining(["reset", "silent", "garbage"]));
+    expect(probes.length).toBeGreaterThan(0);
+    for (const p of [...probes, await probe(h.client)]) expect(p).toEqual({ ready: true });
+    expect((await storageHealth(h))[0]).toMatchObject({ reason: "VolumeOperationsStuck" });
+    expect((await storageHealth(h))[0]!.message).toMatch(/^3 volume operations stuck/);
   });
 });
 
