@@ -4,7 +4,6 @@
 // umount blocks while the mount hangs. Durations are short; nothing asserts timing.
 
 import { afterEach, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +23,7 @@ import { Unsticker } from "../src/storage-health/unstick.js";
 import { OperationTable } from "../src/storage-health/operations.js";
 import { ScriptedHealth } from "./helpers/scripted-health.js";
 import { FakeNode } from "./helpers/fake-umount.js";
+import { unmountUnderLock } from "./helpers/unmounting-driver.js";
 import { rawCall } from "./helpers/fake-csi-driver.js";
 import { eventually, probe, startHarness, type Harness } from "./gateway-mode-harness.js";
 import { createKubeApi } from "../src/kube/client/api.js";
@@ -63,22 +63,7 @@ afterEach(async () => {
 
 /** The stand-in driver: NodeUnpublishVolume runs `umount PATH`, one per volume at a time. */
 function driveUnmounts(h: Pick<Harness, "driver">, node: FakeNode): void {
-  const locked = new Set<string>();
-  h.driver.script(UNPUBLISH, (request) => {
-    const req = fromBinary(NodeUnpublishVolumeRequestSchema, request);
-    if (locked.has(req.volumeId)) {
-      return { error: { code: grpc.status.ABORTED, details: `an operation with the given volume ID ${req.volumeId} already exists` } };
-    }
-    // As the drivers do: a path no longer mounted is done at once (the retry after someone else unmounted it).
-    if (!node.mounts().split("\n").some((l) => l.split(" ")[1] === req.targetPath.replace(/ /g, "\\040"))) return {};
-    locked.add(req.volumeId);
-    return new Promise((resolve) =>
-      execFile("umount", [req.targetPath], { env: node.env }, (err, _out, stderr) => {
-        locked.delete(req.volumeId);
-        resolve(err ? { error: { code: grpc.status.INTERNAL, details: `umount failed: ${stderr}` } } : {});
-      }),
-    );
-  });
+  h.driver.script(UNPUBLISH, unmountUnderLock(node));
 }
 
 async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number; forceTimeoutMs?: number; roomPath?: string; timeoutCapMs?: number } = {}): Promise<Setup> {
@@ -421,12 +406,16 @@ describe("stuck volume operations: faults from the driver", () => {
     await h.driver.stop();
     faulty = await new FaultyCsiDriver(h.driverSocket, (path, request) => (path === UNPUBLISH ? faults[fromBinary(NodeUnpublishVolumeRequestSchema, request).volumeId] : undefined)).start();
     const target = (vol: string) => `/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pv-${vol.slice(4)}/mount`;
-    const want: Record<string, { code: grpc.status; last: string }> = {
+    // What probegate answered the caller and recorded as the last result. (An answer that is not gRPC reaches
+    // the caller with the driver's own content-type; its client names that failure itself, so only "not OK" is asserted there.)
+    const want: Record<string, { code?: grpc.status; last: string }> = {
       "vol-reset": { code: grpc.status.INTERNAL, last: "INTERNAL" },
       "vol-silent": { code: grpc.status.DEADLINE_EXCEEDED, last: "DEADLINE_EXCEEDED" },
-      "vol-garbage": { code: grpc.status.INTERNAL, last: "INTERNAL" },
+      "vol-garbage": { last: "INTERNAL" },
     };
-    const codes = new Map<string, Set<number>>();
+    // The gateway's connection to the new driver is up (Probe goes through to it).
+    await eventually(() => probe(h.client), (p) => "ready" in p && p.ready, "Probe through the faulty driver");
+    const codes = new Map<string, number>();
     const probes: unknown[] = [];
     const reported = await eventually(
       async () => {
@@ -434,14 +423,15 @@ describe("stuck volume operations: faults from the driver", () => {
           Promise.all(Object.keys(faults).map(async (vol) => [vol, (await unpublish(h, vol, target(vol))).error?.code ?? 0] as const)),
           probe(h.client).then((p) => probes.push(p)),
         ]);
-        for (const [vol, code] of answers) codes.set(vol, (codes.get(vol) ?? new Set()).add(code));
+        for (const [vol, code] of answers) codes.set(vol, code);
         return Promise.all(Object.keys(faults).map(async (vol) => [vol, await volumeHealth(h, vol, target(vol))] as const));
       },
       (all) => all.every(([, e]) => e.some((x) => x.reason === "UnpublishStuck")),
       "each faulty unmount reported stuck",
     );
     for (const [vol, entries] of reported) {
-      expect([...codes.get(vol)!], vol).toEqual([want[vol]!.code]);
+      expect(codes.get(vol), vol).not.toBe(0);
+      if (want[vol]!.code !== undefined) expect(codes.get(vol), vol).toBe(want[vol]!.code);
       const op = tracked.table.all().find((o) => o.volumeId === vol)!;
       expect(op, vol).toMatchObject({ method: "NodeUnpublishVolume", last: want[vol]!.last, stuck: true });
       expect(entries[0]!.message, vol).toContain(`last ${want[vol]!.last}`);

@@ -100,6 +100,13 @@ export class FakeNode {
     rmSync(join(this.dir, "hang", encodeURIComponent(path)), { force: true });
   }
 
+  /** Takes a path out of the mount table, as a finished unmount does (a fault's cleanup). */
+  unmount(path: string): void {
+    const esc = path.replace(/ /g, "\\040");
+    const kept = this.mounts().split("\n").filter((l) => l && l.split(" ")[1] !== esc);
+    writeFileSync(join(this.procfs, "1", "mounts"), kept.map((l) => l + "\n").join(""));
+  }
+
   mounts(): string {
     return readFileSync(join(this.procfs, "1", "mounts"), "utf8");
   }
