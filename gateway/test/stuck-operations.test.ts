@@ -409,7 +409,8 @@ describe("stuck volume operations: faults from the driver", () => {
     // What probegate answered the caller and recorded as the last result. (An answer that is not gRPC reaches
     // the caller with the driver's own content-type; its client names that failure itself, so only "not OK" is asserted there.)
     const want: Record<string, { code?: grpc.status; last: string }> = {
-      "vol-reset": { code: grpc.status.INTERNAL, last: "INTERNAL" },
+      // The gateway's relay reads a reset without a status as the connection's failure: UNAVAILABLE.
+      "vol-reset": { code: grpc.status.UNAVAILABLE, last: "UNAVAILABLE" },
       "vol-silent": { code: grpc.status.DEADLINE_EXCEEDED, last: "DEADLINE_EXCEEDED" },
       "vol-garbage": { last: "INTERNAL" },
     };

@@ -2,7 +2,9 @@
 // INACCESSIBLE entry (reason UnpublishStuck, UnstageStuck, ...), the node's
 // storage health a STORAGE_DEGRADED entry while any is stuck, and gauges. It
 // wraps the background evaluation's view and registry (same contract, read
-// from memory): readiness and Probe never look at it.
+// from memory): readiness and Probe never look at it. While something is
+// stuck, its timer also looks in procfs for the process unmounting each stuck
+// path (unmounting-process.ts), so the message can say what the node shows.
 
 import { Gauge } from "prom-client";
 import type { Metrics } from "../observability/metrics.js";
@@ -19,7 +21,7 @@ import {
   type OperationTransition,
 } from "./operations.js";
 import { unstickCounter } from "./unstick.js";
-import { describeProcess, findUnmounting, type UnmountingProcess } from "./unmounting-process.js";
+import { describeProcess, findUnmounting, MAX_PROCESSES_READ, type UnmountingProcess } from "./unmounting-process.js";
 import type { HealthChange, StorageHealthEntry, StorageHealthView, VolumeHealthEntry, VolumeRegistry } from "./view.js";
 
 export const OPERATIONS_CHECK = "volume-operations";
@@ -53,12 +55,13 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
   };
   const stuckSince = (op: Operation) => new Date(op.firstAt + table.stuckAfterMs).toISOString();
   // What the last procfs scan showed about the stuck paths (undefined: no scan since something got stuck).
-  let unmounting: Map<string, UnmountingProcess> | undefined;
+  let unmounting: { found: Map<string, UnmountingProcess>; capped: boolean } | undefined;
   let scanning = false;
   const processPart = (op: Operation, at: number): string => {
     if (!opts.procfs || !unmounting) return "";
-    const p = unmounting.get(op.path);
-    return p ? `; the unmounting process: ${describeProcess(p, at)}` : `; no process naming the path seen under ${opts.procfs}`;
+    const p = unmounting.found.get(op.path);
+    if (p) return `; the unmounting process: ${describeProcess(p, at)}`;
+    return `; no process naming the path seen ${unmounting.capped ? `among the first ${MAX_PROCESSES_READ} ` : ""}under ${opts.procfs}`;
   };
 
   const volumeEntries = (volumeId: string, theirs: readonly VolumeHealthEntry[] | undefined): VolumeHealthEntry[] => {
@@ -151,7 +154,7 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     void findUnmounting(opts.procfs, [...new Set(stuck.map((op) => op.path))], { now })
       .then((r) => {
         if (table.stuck().length === 0) return;
-        unmounting = r.found;
+        unmounting = { found: r.found, capped: r.read >= MAX_PROCESSES_READ };
         notify({ storage: false, volumes: [...new Set(table.stuck().map((op) => op.volumeId))] });
       })
       .catch(() => undefined)

@@ -48,8 +48,8 @@ if (args.includes("-f")) {
 const me = path.join(dir, "proc", String(process.pid));
 const uptime = Number.parseFloat(fs.readFileSync(path.join(dir, "proc", "uptime"), "utf8"));
 fs.mkdirSync(me, { recursive: true });
-fs.writeFileSync(path.join(me, "cmdline"), ["umount", ...args].join("\0") + "\0");
-fs.writeFileSync(path.join(me, "stat"), process.pid + " (umount) D 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 " + Math.round(uptime * 100) + " 9000000 200 18446744073709551615\n");
+fs.writeFileSync(path.join(me, "cmdline"), ["umount", ...args].join("\\0") + "\\0");
+fs.writeFileSync(path.join(me, "stat"), process.pid + " (umount) D 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 " + Math.round(uptime * 100) + " 9000000 200 18446744073709551615\\n");
 const wait = () => {
   if (hung()) return setTimeout(wait, 20);
   // Released: the kernel finished (or someone else did) the unmount.
