@@ -536,6 +536,35 @@ describe("the operation table (bounds)", () => {
 });
 
 describe("stuck volume operations: the probegate command", () => {
+  it("--path.procfs: the stuck report names the driver's umount blocked in the kernel, from the procfs the checks read", async () => {
+    const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-cli-")));
+    const kubelet = join(node.dir, "kubelet");
+    const driver = await new FakeCsiDriver(join(node.dir, "driver.sock")).start();
+    driveUnmounts({ driver }, node);
+    const gw = await startGatewayProcess(
+      ["--mode=node", `--plugins-dir=${mkdtempSync(join(node.dir, "plugins-"))}`, `--upstream=unix://${driver.socketPath}`, "--operation-stuck-after=300ms", `--kubelet-dir=${kubelet}`, `--path.procfs=${node.procfs}`],
+      { env: node.env },
+    );
+    const client = unixClient(gw.socket);
+    try {
+      const target = join(kubelet, "pods", "p8", "volumes", "kubernetes.io~csi", "pv-8", "mount");
+      node.mount(target);
+      node.hang(target);
+      const h = { client } as Harness;
+      const told = await retryUntil(h, "vol-8", target, () => volumeHealth(h, "vol-8", target), (e) => /the unmounting process/.test(e[0]?.message ?? ""), "the unmounting process named");
+      expect(told[0]!.reason).toBe("UnpublishStuck");
+      expect(told[0]!.message).toMatch(/the unmounting process: umount \(pid \d+\) in D state \(uninterruptible: waiting in the kernel\) for \d+s/);
+      node.recover(target);
+      await eventually(async () => (await unpublish(h, "vol-8", target)).error?.code ?? 0, (c) => c === 0, "retry succeeds");
+      expect(await volumeHealth(h, "vol-8", target)).toEqual([]);
+    } finally {
+      client.close();
+      await gw.stop();
+      await driver.stop();
+      rmSync(node.dir, { recursive: true, force: true });
+    }
+  });
+
   it("--upstream with --operation-stuck-after and --unstick=unmount: reported, ended, counted", async () => {
     const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-cli-")));
     const kubelet = join(node.dir, "kubelet");
