@@ -27,6 +27,10 @@ export interface SoakOptions {
   fuzz: boolean;
   /** Node reporting to the fake Kubernetes API server, with its faults. */
   kube: boolean;
+  /** The gateway-mode process runs with --unstick=unmount (the stuck-unmount fault's oracle follows). */
+  unstick: boolean;
+  /** Pause between two stuck-unmount episodes. */
+  stuckEveryMs: number;
   sampleEveryMs: number;
   windowMs: number;
   /** Fitted slopes must stay under these (per hour). */
@@ -38,6 +42,7 @@ export const USAGE = `npm run soak -- [--duration 10m] [--seed N] [--out DIR] [-
   [--grace 5s] [--slack 1s] [--rate 1] [--burst-every 3m] [--burst-length 8s]
   [--flood-every 4m] [--flood-length 8s] [--fault-dwell 15s-40s]
   [--churn-every 4s-10s] [--upstream-up 20s-60s] [--upstream-down 2s-10s] [--fuzz on|off] [--kube on|off]
+  [--unstick on|off] [--stuck-every 30s]
   [--sample-every 2s] [--window 30s] [--rss-slope 10] [--fd-slope 10]
 Starts two probegate processes (node mode, and gateway mode in front of a fake driver), drives them with
 probe traffic, faults and the edge fuzzer for --duration, then writes <out>/<name>-<time>.{json,md,svg} and
@@ -63,6 +68,8 @@ export function defaults(root: string): SoakOptions {
     upstreamDownMs: [2_000, 10_000],
     fuzz: true,
     kube: true,
+    unstick: true,
+    stuckEveryMs: 30_000,
     sampleEveryMs: 2_000,
     windowMs: 30_000,
     rssSlopeMiBPerHour: 10,
@@ -117,6 +124,8 @@ export function parseOptions(argv: string[], root: string): SoakOptions | "help"
       case "--upstream-down": o.upstreamDownMs = range(flag, value); break;
       case "--fuzz": if (value !== "on" && value !== "off") throw new Error("--fuzz: on or off"); o.fuzz = value === "on"; break;
       case "--kube": if (value !== "on" && value !== "off") throw new Error("--kube: on or off"); o.kube = value === "on"; break;
+      case "--unstick": if (value !== "on" && value !== "off") throw new Error("--unstick: on or off"); o.unstick = value === "on"; break;
+      case "--stuck-every": o.stuckEveryMs = dur(flag, value); break;
       case "--sample-every": o.sampleEveryMs = dur(flag, value); break;
       case "--window": o.windowMs = dur(flag, value); break;
       case "--rss-slope": o.rssSlopeMiBPerHour = num(flag, value); break;

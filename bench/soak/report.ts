@@ -13,6 +13,7 @@ import type { HealthOracle, OracleBounds, ReadinessOracle, ReadinessViolation } 
 /** Child processes a gateway may have at once: its tools (single-flight, one per source) and one statfs per hung mount. */
 export const CHILDREN_BOUND = 24;
 import type { SoakOptions } from "./options.js";
+import type { StuckCounts } from "./stuck-unmounts.js";
 import type { KindCounts, Recorder, WindowStat } from "./recorder.js";
 import { percentile, theilSen, windowMinima } from "./stats.js";
 import { FLOOD_MODES } from "./conn-flood.js";
@@ -48,6 +49,8 @@ interface RunCounts {
   churn: unknown;
   lnetInjected: Record<string, number>;
   upstream: { kills: number; starts: number };
+  /** The stuck-unmount fault on the gateway-mode process (stuck-unmounts.ts). */
+  stuck?: StuckCounts;
   bursts: number;
   kube: { converged: boolean; condition?: string; readyz?: number; ms: number };
   fuzz: FuzzStats & { rounds: number };
@@ -189,6 +192,7 @@ export function buildReport(x: Input): SoakReport {
     { id: "health", what: "storage/volume health answers that hide a fault past its bound (empty or not UNREACHABLE while the MDT is evicted, not INACCESSIBLE while the mount hangs) or keep one after recovery", count: x.health?.violationCount ?? 0, bound: "0" },
     { id: "children", what: `gateways with more than ${CHILDREN_BOUND} child processes at a sample (hung statfs or tools accumulating)`, count: gateways.filter((g) => !(g.children.max <= CHILDREN_BOUND)).length, bound: "0" },
     { id: "soak-driver", what: "unhandled rejections in the soak driver itself", count: x.driver.unhandled.length, bound: "0" },
+    { id: "stuck-unmount", what: "stuck unmounts not reported in time, reports kept after the unmount succeeded, unmounts never ended, or (with --unstick) a Lustre path not ended by probegate; any path unmounted that --unstick does not allow", count: x.stuck?.violations.length ?? 0, bound: "0" },
   ];
   const report: SoakReport = {
     meta: {
@@ -208,6 +212,7 @@ export function buildReport(x: Input): SoakReport {
     churn: x.churn,
     lnetInjected: x.lnetInjected,
     upstream: x.upstream,
+    ...(x.stuck ? { stuck: x.stuck } : {}),
     bursts: x.bursts,
     kube: x.kube,
     fuzz: x.fuzz,
@@ -230,6 +235,16 @@ export function renderMarkdown(r: SoakReport): string {
   if (r.healthAnswers) {
     const seen = Object.entries(r.healthAnswers.seen).sort((x, y) => y[1] - x[1]).map(([k, n]) => `${k} ${n}`).join(", ");
     out.push(`Storage/volume health answers checked on the node-mode gateway: ${r.healthAnswers.checked}; entries seen: ${seen || "none"}.`, "");
+  }
+  if (r.stuck) {
+    const s = r.stuck;
+    const steps = Object.entries(s.steps).map(([k, n]) => `umount ${k} ${n}`).join(", ") || "none";
+    out.push(
+      `Stuck unmounts on the gateway-mode process (--unstick ${s.unstick ? "on" : "off"}): ${s.episodes} episodes (${s.unjudged} not judged: a restart or the run's end), ${s.attempts} attempts; ` +
+        `reported stuck ${s.reported}, cleared after success ${s.cleared}, ended by probegate ${s.endedByProbegate}, by recovery ${s.endedByRecovery}; probegate's steps: ${steps}.`,
+      ...s.violations.slice(0, 10).map((v) => `- ${v.what}`),
+      "",
+    );
   }
   out.push(
     "## Requests by kind",

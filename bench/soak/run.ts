@@ -15,6 +15,8 @@ import { EdgeFuzzer, type FuzzKind, type FuzzStats } from "./fuzz-edge.js";
 import { GatewayProc } from "./gateway-proc.js";
 import { LnetFaults } from "./lnet-faults.js";
 import { LustreFaults } from "./lustre-faults.js";
+import { FakeNode } from "../../gateway/test/helpers/fake-umount.js";
+import { STUCK_AFTER_MS, StuckUnmounts, UNSTICK_AFTER_MS } from "./stuck-unmounts.js";
 import { HealthOracle, ReadinessOracle, type Cause, type HealthBounds, type OracleBounds } from "./oracle.js";
 import { parseOptions, USAGE, type SoakOptions } from "./options.js";
 import { ConfigMapDir, PlainDir, PluginChurn, compileKinds } from "./plugin-churn.js";
@@ -123,6 +125,10 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   // Lustre client faults behind the storage/volume health RPCs (needs the demo's fake Lustre client).
   const lustre = await LustreFaults.create(root, lnet.node.dir, lnet.node.procfs, lnet.binDir, work, rng);
   if (!lustre) log("no fake Lustre client in this tree (gateway/demo/lib/fake-lustre.js): the health RPCs are called, Lustre faults are not driven");
+  // The stuck-unmount fault's node: the same procfs (its mount table) and tool directory, a fake umount that blocks while a mount hangs.
+  const unmountNode = new FakeNode(lnet.node.dir);
+  fs.rmSync(path.join(lnet.binDir, "umount"), { force: true });
+  fs.symlinkSync(path.join(unmountNode.bin, "umount"), path.join(lnet.binDir, "umount"));
   const bundledDir = path.join(root, "dist/plugins");
   const bundled = new Map(fs.readdirSync(bundledDir).filter((f) => f.endsWith(".wasm")).map((f) => [f, fs.readFileSync(path.join(bundledDir, f))] as [string, Uint8Array]));
   const dirA = new PlainDir(path.join(work, "plugins-a"));
@@ -141,7 +147,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   let driverStarts = 0;
   const startDriver = async () => {
     fs.rmSync(driverSocket, { force: true });
-    const d = spawn(process.execPath, [benchDist("soak/upstream-driver.js"), JSON.stringify({ socket: driverSocket, seed: o.seed + driverStarts })], { stdio: ["ignore", "pipe", "inherit"] });
+    const d = spawn(process.execPath, [benchDist("soak/upstream-driver.js"), JSON.stringify({ socket: driverSocket, seed: o.seed + driverStarts, fakeNode: lnet.node.dir })], { stdio: ["ignore", "pipe", "inherit"] });
     driver = d;
     driverStarts++;
     await new Promise<void>((resolve, reject) => {
@@ -164,7 +170,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
 
   const common = ["--http-endpoint=127.0.0.1:0", `--path.procfs=${lnet.node.procfs}`, `--path.sysfs=${lnet.node.sysfs}`, `--check-interval=${o.checkIntervalMs}ms`, `--health-interval=${o.checkIntervalMs}ms`, `--server-ping-interval=${Math.max(1000, o.checkIntervalMs)}ms`, `--kubelet-dir=${path.join(work, "kubelet")}`, "--log-level=info"];
   const a = new GatewayProc({ name: "node", root, socket: path.join(work, "a.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "a.sock")}`, `--plugins-dir=${dirA.dir}`, ...kubeArgs, ...common] }, t0);
-  const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: lnet.env(), heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...common] }, t0);
+  const stuckArgs = [`--operation-stuck-after=${STUCK_AFTER_MS}ms`, `--unstick-after=${UNSTICK_AFTER_MS}ms`, ...(o.unstick ? ["--unstick=unmount"] : [])];
+  const b = new GatewayProc({ name: "gateway", root, socket: path.join(work, "b.sock"), env: { ...lnet.env(), FAKE_NODE_DIR: lnet.node.dir }, heapMiB: 48, args: [`--csi-endpoint=unix://${path.join(work, "b.sock")}`, `--plugins-dir=${dirB.dir}`, `--upstream=unix://${driverSocket}`, ...stuckArgs, ...common] }, t0);
   // Interrupted (^C, SIGTERM): take the gateways and the driver down too, and
   // the commands they left hanging with them, rather than leave them running.
   const onSignal = (sig: NodeJS.Signals) => {
@@ -348,6 +355,21 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     },
   );
 
+  // Stuck unmounts on the gateway-mode process (issue 41), one episode at a time.
+  const stuck = new StuckUnmounts(unmountNode, path.join(work, "kubelet"), targetB, rec, { unstick: o.unstick, graceMs: o.graceMs });
+  let stuckEpisodes = 0;
+  let stuckRunning: Promise<void> | undefined;
+  loops.schedule(
+    () => (stuckEpisodes === 0 ? 5_000 : o.stuckEveryMs),
+    async () => {
+      stuckEpisodes++;
+      bump("stuck-unmount");
+      events.gateway++;
+      stuckRunning = stuck.episode(() => loops.stopped || Date.now() >= end);
+      await stuckRunning;
+    },
+  );
+
   let kubeDown = false;
   if (o.kube) loops.schedule(
     () => (kubeDown ? rng.between(5_000, 20_000) : rng.between(20_000, 60_000)),
@@ -483,6 +505,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   loops.stop();
   await Promise.race([Promise.allSettled([...loops.inflight]), sleep(35_000)]);
   await fuzzLoop;
+  await stuckRunning;
+  stuck.close();
   fwd.close();
   healthA.close();
   healthB.close();
@@ -525,6 +549,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     lnetInjected: { ...lnet.injected, ...Object.fromEntries(Object.entries(lustre?.injected ?? {}).map(([k, v]) => [`lustre-${k}`, v])) },
     health: healthOracle,
     upstream: { kills: driverKills, starts: driverStarts },
+    stuck: stuck.counts,
     bursts,
     kube: kubeConverged,
     fuzz: { rounds: fuzzRounds, ...fuzzTotals },

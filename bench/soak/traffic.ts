@@ -43,7 +43,7 @@ export interface Target {
 const HEALTH_READINESS = Buffer.from(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: "readiness" })));
 
 /** Runs fn and reports whether the gateway was down or restarted meanwhile. */
-async function watched<T>(t: Target, fn: () => Promise<T>): Promise<{ r: T; outage: boolean; sentAt: number }> {
+export async function watched<T>(t: Target, fn: () => Promise<T>): Promise<{ r: T; outage: boolean; sentAt: number }> {
   const starts = t.proc.starts;
   const up = t.proc.alive();
   const sentAt = Date.now();
@@ -53,7 +53,7 @@ async function watched<T>(t: Target, fn: () => Promise<T>): Promise<{ r: T; outa
   return { r, outage: !up || !t.proc.alive() || t.proc.starts !== starts || restarting, sentAt };
 }
 
-function fromCall(o: CallOutcome): { outcome: "ok" | "clean-error" | "lost" | "broken"; code?: string; detail?: string } {
+export function fromCall(o: CallOutcome): { outcome: "ok" | "clean-error" | "lost" | "broken"; code?: string; detail?: string } {
   if (o.kind === "ok") return { outcome: "ok", code: "0" };
   if (o.kind === "status") return { outcome: "clean-error", code: String(o.code), detail: o.detail };
   if (o.kind === "hung") return { outcome: "lost", detail: "no answer by the hard cap" };

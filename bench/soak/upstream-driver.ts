@@ -2,16 +2,22 @@
 // soak can SIGKILL it: a @grpc/grpc-js server (gateway/test/helpers'
 // FakeCsiDriver) on a unix socket. Node calls answer after a random delay:
 // mostly quick, sometimes slow, now and then far past any caller's deadline.
-//   node dist/bench/soak/upstream-driver.js '{"socket":"/tmp/x/driver.sock","seed":1}'
-import { create, toBinary } from "@bufbuild/protobuf";
-import { NodeGetVolumeStatsResponseSchema, ProbeResponseSchema, VolumeUsage_Unit } from "../../gateway/gen/csi/v1/csi_pb.js";
+// Given a fake node (gateway/test/helpers/fake-umount.ts), the unpublish of a
+// volume whose id starts with "stuck-" runs that node's `umount PATH` under a
+// per-volume lock as the Lustre drivers do (the stuck-unmount fault).
+//   node dist/bench/soak/upstream-driver.js '{"socket":"/tmp/x/driver.sock","seed":1,"fakeNode":"/tmp/x/node"}'
+import fs from "node:fs";
+import path from "node:path";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { NodeGetVolumeStatsResponseSchema, NodeUnpublishVolumeRequestSchema, ProbeResponseSchema, VolumeUsage_Unit } from "../../gateway/gen/csi/v1/csi_pb.js";
 import { FakeCsiDriver, type ScriptedReply } from "../../gateway/test/helpers/fake-csi-driver.js";
+import { unmountUnderLock } from "../../gateway/test/helpers/unmounting-driver.js";
 import { isMain } from "../lib/main.js";
 import { Rng } from "./rng.js";
 
 export const SLOW_MS = 20_000;
 
-async function main(params: { socket: string; seed: number }): Promise<void> {
+async function main(params: { socket: string; seed: number; fakeNode?: string }): Promise<void> {
   const rng = new Rng(params.seed);
   const delay = () => (rng.chance(0.02) ? SLOW_MS : rng.chance(0.1) ? rng.between(100, 800) : rng.between(0, 30));
   const driver = new FakeCsiDriver(params.socket, ["Identity", "Node"]);
@@ -23,6 +29,17 @@ async function main(params: { socket: string; seed: number }): Promise<void> {
   const timed = (message?: Uint8Array) => (): ScriptedReply => ({ message, delayMs: delay() });
   driver.script("/csi.v1.Identity/Probe", { message: ready });
   for (const m of ["NodePublishVolume", "NodeUnpublishVolume", "NodeStageVolume", "NodeUnstageVolume"]) driver.script(`/csi.v1.Node/${m}`, timed());
+  if (params.fakeNode) {
+    const dir = params.fakeNode;
+    const unmount = unmountUnderLock({
+      env: { ...process.env, PATH: `${path.join(dir, "bin")}:${process.env.PATH ?? ""}`, FAKE_NODE_DIR: dir },
+      mounts: () => fs.readFileSync(path.join(dir, "proc", "1", "mounts"), "utf8"),
+    });
+    const steady = timed();
+    driver.script("/csi.v1.Node/NodeUnpublishVolume", (request) =>
+      fromBinary(NodeUnpublishVolumeRequestSchema, request).volumeId.startsWith("stuck-") ? unmount(request) : steady(),
+    );
+  }
   driver.script("/csi.v1.Node/NodeGetVolumeStats", timed(stats));
   await driver.start();
   // Recorded calls would grow for the whole run.

@@ -28,7 +28,7 @@ function runSoak(args: string[]): Promise<{ code: number | null; stderr: string 
 
 describe("short soak", () => {
   it(
-    "serves every request kind through LNet faults, plugin churn, upstream kills, Kubernetes API faults, a burst, a connection flood and the fuzzer with no lost call, crash, wrong readiness or log flood",
+    "serves every request kind through LNet faults, plugin churn, upstream kills, Kubernetes API faults, a burst, a connection flood, stuck unmounts and the fuzzer with no lost call, crash, wrong readiness, log flood or unmount --unstick does not allow",
     async () => {
       const { code, stderr } = await runSoak([
         "--duration=70s",
@@ -46,6 +46,8 @@ describe("short soak", () => {
         "--flood-every=50s",
         "--flood-length=4s",
         "--rate=0.5",
+        // Stuck unmounts (issue 41) with --unstick=unmount: an episode at 5 s, the next 10 s after it ends.
+        "--stuck-every=10s",
       ]);
       expect([0, 1], stderr).toContain(code);
       const r = JSON.parse(fs.readFileSync(path.join(out, "short-latest.json"), "utf8")) as SoakReport;
@@ -81,6 +83,14 @@ describe("short soak", () => {
       expect(inv.fuzz, detail).toBe(0);
       expect(inv["node-condition"], JSON.stringify(r.kube)).toBe(0);
       expect(inv["soak-driver"], detail).toBe(0);
+      // A hung mount with retries through the mix: reported, cleared, the Lustre path ended by probegate, the tmpfs never touched.
+      const stuck = r.stuck!;
+      expect(r.faults["stuck-unmount"] ?? 0, "stuck-unmount episodes").toBeGreaterThan(0);
+      expect(stuck.unstick).toBe(true);
+      expect(stuck.reported, JSON.stringify(stuck)).toBeGreaterThan(0);
+      expect(stuck.cleared, JSON.stringify(stuck)).toBeGreaterThan(0);
+      expect(stuck.steps["-f"] ?? 0, JSON.stringify(stuck)).toBeGreaterThan(0);
+      expect(inv["stuck-unmount"], JSON.stringify(stuck.violations)).toBe(0);
       // The report's three forms were written.
       for (const ext of ["json", "md", "svg"]) expect(fs.existsSync(path.join(out, `short-latest.${ext}`))).toBe(true);
       expect(fs.readFileSync(path.join(out, "short-latest.svg"), "utf8")).toContain("<polyline");

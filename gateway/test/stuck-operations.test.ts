@@ -4,7 +4,6 @@
 // umount blocks while the mount hangs. Durations are short; nothing asserts timing.
 
 import { afterEach, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +23,7 @@ import { Unsticker } from "../src/storage-health/unstick.js";
 import { OperationTable } from "../src/storage-health/operations.js";
 import { ScriptedHealth } from "./helpers/scripted-health.js";
 import { FakeNode } from "./helpers/fake-umount.js";
+import { unmountUnderLock } from "./helpers/unmounting-driver.js";
 import { rawCall } from "./helpers/fake-csi-driver.js";
 import { eventually, probe, startHarness, type Harness } from "./gateway-mode-harness.js";
 import { createKubeApi } from "../src/kube/client/api.js";
@@ -32,9 +32,10 @@ import { KubeMetrics } from "../src/kube/metrics.js";
 import { NodeReporter } from "../src/kube/reporter.js";
 import { createLogger } from "../src/observability/logger.js";
 import { FakeKubeApi } from "./helpers/fake-kube-api.js";
-import { FakeCsiDriver, unixClient } from "./helpers/fake-csi-driver.js";
+import { FakeCsiDriver, FaultyCsiDriver, unixClient, type DriverFault } from "./helpers/fake-csi-driver.js";
 import { startGatewayProcess } from "./helpers/gateway-process.js";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { describeProcess, findUnmounting } from "../src/storage-health/unmounting-process.js";
 
 const UNPUBLISH = "/csi.v1.Node/NodeUnpublishVolume";
 
@@ -48,7 +49,10 @@ interface Setup {
 }
 
 let s: Setup | undefined;
+let faulty: FaultyCsiDriver | undefined;
 afterEach(async () => {
+  await faulty?.stop();
+  faulty = undefined;
   s?.unsticker?.stop();
   s?.tracked.stop();
   await s?.room?.stop();
@@ -59,31 +63,16 @@ afterEach(async () => {
 
 /** The stand-in driver: NodeUnpublishVolume runs `umount PATH`, one per volume at a time. */
 function driveUnmounts(h: Pick<Harness, "driver">, node: FakeNode): void {
-  const locked = new Set<string>();
-  h.driver.script(UNPUBLISH, (request) => {
-    const req = fromBinary(NodeUnpublishVolumeRequestSchema, request);
-    if (locked.has(req.volumeId)) {
-      return { error: { code: grpc.status.ABORTED, details: `an operation with the given volume ID ${req.volumeId} already exists` } };
-    }
-    // As the drivers do: a path no longer mounted is done at once (the retry after someone else unmounted it).
-    if (!node.mounts().split("\n").some((l) => l.split(" ")[1] === req.targetPath.replace(/ /g, "\\040"))) return {};
-    locked.add(req.volumeId);
-    return new Promise((resolve) =>
-      execFile("umount", [req.targetPath], { env: node.env }, (err, _out, stderr) => {
-        locked.delete(req.volumeId);
-        resolve(err ? { error: { code: grpc.status.INTERNAL, details: `umount failed: ${stderr}` } } : {});
-      }),
-    );
-  });
+  h.driver.script(UNPUBLISH, unmountUnderLock(node));
 }
 
-async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number; forceTimeoutMs?: number; roomPath?: string } = {}): Promise<Setup> {
+async function setUp(opts: { unstick?: boolean; maxPathsPerWindow?: number; forceTimeoutMs?: number; roomPath?: string; timeoutCapMs?: number } = {}): Promise<Setup> {
   const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-")));
   const kubelet = join(node.dir, "kubelet");
   const inner = new ScriptedHealth();
   const metrics = new Metrics({ processMetrics: false });
-  const tracked = trackOperations({ health: { view: inner.view, registry: inner.registry }, metrics, stuckAfterMs: 300 });
-  const h = await startHarness({ health: tracked.health, observe: tracked.observe, metrics });
+  const tracked = trackOperations({ health: { view: inner.view, registry: inner.registry }, metrics, stuckAfterMs: 300, procfs: node.procfs });
+  const h = await startHarness({ health: tracked.health, observe: tracked.observe, metrics, timeoutCapMs: opts.timeoutCapMs });
   driveUnmounts(h, node);
   const setup: Setup = { h, node, kubelet, tracked };
   if (opts.unstick) {
@@ -150,6 +139,10 @@ describe("stuck volume operations: tracked and reported", () => {
     expect(entries[0]).toMatchObject({ status: INACCESSIBLE, reason: "UnpublishStuck" });
     expect(entries[0]!.message).toContain(`NodeUnpublishVolume of ${target} pending for`);
     expect(entries[0]!.message).toMatch(/\d+ attempts, \d+ refused \(ABORTED\) or timed out, last ABORTED/);
+    // The driver's own umount, blocked in the kernel, as procfs shows it (read by the operations' timer, not by this call).
+    node.advance(720);
+    const told = await retryUntil(h, "vol-1", target, () => volumeHealth(h, "vol-1", target), (e) => /for 1[23]m/.test(e[0]?.message ?? ""), "the unmounting process");
+    expect(told[0]!.message).toMatch(/the unmounting process: umount \(pid \d+\) in D state \(uninterruptible: waiting in the kernel\) for 12m\d+s/);
     const storage = await eventually(() => storageHealth(h), (e) => e.length > 0, "storage entry");
     expect(storage[0]).toMatchObject({ status: STORAGE_DEGRADED, reason: "VolumeOperationsStuck" });
     expect(storage[0]!.message).toMatch(/^1 volume operation stuck; the oldest: NodeUnpublishVolume/);
@@ -264,7 +257,7 @@ describe("stuck volume operations: --unstick=unmount", () => {
 const OPS_CONDITION = "lustre.csi.example.com/NoStuckVolumeOperations";
 
 describe("stuck volume operations: Events and the opt-in Node condition", () => {
-  it("a Warning on the Node and on the PV when an unmount gets stuck, a Normal on the Node when it ends, repeats aggregated", async () => {
+  it("a Warning on the Node and on the PV when an unmount gets stuck, a Normal on both when it ends, repeats aggregated", async () => {
     const { h, node, kubelet, tracked } = await setUp();
     const { api, close } = await reportTo(h, node, tracked);
     try {
@@ -282,14 +275,20 @@ describe("stuck volume operations: Events and the opt-in Node condition", () => 
         await eventually(async () => (await unpublish(h, "vol-1", target)).error?.code ?? 0, (c) => c === 0, "retry succeeds");
         await eventually(async () => api.condition("node-a", OPS_CONDITION)?.status, (st) => st === "True", "operations condition True again");
         await eventually(async () => events().find((e) => e.reason === "StorageHealthRecovered" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `Node Normal, round ${round}`);
+        // The PV's own "ended": told before the successful unpublish makes the registry forget the volume.
+        await eventually(async () => events().find((e) => e.regarding?.kind === "PersistentVolume" && e.reason === "VolumeHealthRecovered" && (e.series?.count ?? 1) >= round), (e) => e !== undefined, `PV Normal, round ${round}`);
       }
       const onNode = events().filter((e) => e.regarding?.kind === "Node" && e.reason === "VolumeOperationsStuck");
       expect(onNode).toHaveLength(1);
       expect(onNode[0]).toMatchObject({ type: "Warning", series: { count: 2 } });
       expect(onNode[0]!.note).toContain("NodeUnpublishVolume");
       const onPv = events().filter((e) => e.regarding?.kind === "PersistentVolume");
-      expect(onPv.map((e) => [e.reason, e.regarding.name])).toEqual([["UnpublishStuck", "pv-stuck"]]);
-      expect(onPv[0]!.note).toContain(target);
+      expect(onPv.map((e) => [e.type, e.reason, e.regarding.name, e.series?.count]).sort()).toEqual([
+        ["Normal", "VolumeHealthRecovered", "pv-stuck", 2],
+        ["Warning", "UnpublishStuck", "pv-stuck", 2],
+      ]);
+      expect(onPv.find((e) => e.type === "Warning")!.note).toContain(target);
+      expect(onPv.find((e) => e.type === "Normal")!.note).toContain("UnpublishStuck cleared");
     } finally {
       await close();
     }
@@ -399,6 +398,108 @@ describe("stuck volume operations: faults and bad input", () => {
   });
 });
 
+describe("stuck volume operations: faults from the driver", () => {
+  it("a driver that resets the stream, never answers (the caller's deadline passes) or answers garbage: tracked with that last result, reported stuck, Probe answering throughout", async () => {
+    // The gateway's own bound on an upstream wait (300 ms) ends a silent call before the caller's 500 ms deadline: DEADLINE_EXCEEDED, not the caller's cancel.
+    const { h, tracked } = await setUp({ timeoutCapMs: 300 });
+    const faults: Record<string, DriverFault> = { "vol-reset": "reset", "vol-silent": "silent", "vol-garbage": "garbage" };
+    await h.driver.stop();
+    faulty = await new FaultyCsiDriver(h.driverSocket, (path, request) => (path === UNPUBLISH ? faults[fromBinary(NodeUnpublishVolumeRequestSchema, request).volumeId] : undefined)).start();
+    const target = (vol: string) => `/var/lib/kubelet/pods/p/volumes/kubernetes.io~csi/pv-${vol.slice(4)}/mount`;
+    // What probegate answered the caller and recorded as the last result. (An answer that is not gRPC reaches
+    // the caller with the driver's own content-type; its client names that failure itself, so only "not OK" is asserted there.)
+    const want: Record<string, { code?: grpc.status; last: string }> = {
+      // The gateway's relay reads a reset without a status as the connection's failure: UNAVAILABLE.
+      "vol-reset": { code: grpc.status.UNAVAILABLE, last: "UNAVAILABLE" },
+      "vol-silent": { code: grpc.status.DEADLINE_EXCEEDED, last: "DEADLINE_EXCEEDED" },
+      "vol-garbage": { last: "INTERNAL" },
+    };
+    // The gateway's connection to the new driver is up (Probe goes through to it).
+    await eventually(() => probe(h.client), (p) => "ready" in p && p.ready, "Probe through the faulty driver");
+    const codes = new Map<string, number>();
+    const probes: unknown[] = [];
+    const reported = await eventually(
+      async () => {
+        const [answers] = await Promise.all([
+          Promise.all(Object.keys(faults).map(async (vol) => [vol, (await unpublish(h, vol, target(vol))).error?.code ?? 0] as const)),
+          probe(h.client).then((p) => probes.push(p)),
+        ]);
+        for (const [vol, code] of answers) codes.set(vol, code);
+        return Promise.all(Object.keys(faults).map(async (vol) => [vol, await volumeHealth(h, vol, target(vol))] as const));
+      },
+      (all) => all.every(([, e]) => e.some((x) => x.reason === "UnpublishStuck")),
+      "each faulty unmount reported stuck",
+    );
+    for (const [vol, entries] of reported) {
+      expect(codes.get(vol), vol).not.toBe(0);
+      if (want[vol]!.code !== undefined) expect(codes.get(vol), vol).toBe(want[vol]!.code);
+      const op = tracked.table.all().find((o) => o.volumeId === vol)!;
+      expect(op, vol).toMatchObject({ method: "NodeUnpublishVolume", last: want[vol]!.last, stuck: true });
+      expect(entries[0]!.message, vol).toContain(`last ${want[vol]!.last}`);
+    }
+    // The timed-out attempts are counted as such; a reset or garbage is a failure, not a refusal.
+    expect(tracked.table.all().find((o) => o.volumeId === "vol-silent")!.refusedOrTimedOut).toBeGreaterThan(0);
+    expect(tracked.table.all().find((o) => o.volumeId === "vol-reset")!.refusedOrTimedOut).toBe(0);
+    expect(faulty.calls.filter((c) => c.fault).map((c) => c.fault)).toEqual(expect.arrayContaining(["reset", "silent", "garbage"]));
+    expect(probes.length).toBeGreaterThan(0);
+    for (const p of [...probes, await probe(h.client)]) expect(p).toEqual({ ready: true });
+    expect((await storageHealth(h))[0]).toMatchObject({ reason: "VolumeOperationsStuck" });
+    expect((await storageHealth(h))[0]!.message).toMatch(/^3 volume operations stuck/);
+  });
+});
+
+describe("the unmounting process (procfs scan)", () => {
+  const tree = () => {
+    const procfs = mkdtempSync(join(tmpdir(), "pg-procfs-"));
+    const proc = (pid: string, files: Record<string, string>) => {
+      mkdirSync(join(procfs, pid), { recursive: true });
+      for (const [f, text] of Object.entries(files)) writeFileSync(join(procfs, pid, f), text);
+    };
+    const stat = (pid: number, comm: string, state: string, startTicks: number) => `${pid} (${comm}) ${state} 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 ${startTicks} 9000000 200\n`;
+    writeFileSync(join(procfs, "uptime"), "5000.00 9000.00\n");
+    return { procfs, proc, stat };
+  };
+
+  it("finds the umount of a stuck path with its state and age; skips garbage, vanished and kernel entries; prefers umount to others naming the path", async () => {
+    const { procfs, proc, stat } = tree();
+    try {
+      proc("4242", { cmdline: "umount\0/k/p one\0", stat: stat(4242, "umount", "D", (5000 - 720) * 100) });
+      // Older, and naming the path, but not an umount.
+      proc("50", { cmdline: "/usr/bin/watcher\0--dir\0/k/p one/\0", stat: stat(50, "watcher", "S", 100) });
+      proc("77", { cmdline: "umount\0/k/q\0", stat: "garbage with no parens" });
+      proc("78", {});
+      proc("2", { cmdline: "", stat: stat(2, "kthreadd", "S", 0) });
+      proc("91", { cmdline: "umount\0-f\0/k/r/\0", stat: stat(91, "umount", "R", 4999 * 100) });
+      mkdirSync(join(procfs, "self"));
+      const r = await findUnmounting(procfs, ["/k/p one", "/k/q", "/k/r", "/k/none"], { now: () => 1_000_000 });
+      expect(r.read).toBe(6);
+      expect([...r.found.keys()].sort()).toEqual(["/k/p one", "/k/r"]);
+      const p = r.found.get("/k/p one")!;
+      expect(p).toMatchObject({ pid: 4242, name: "umount", state: "D" });
+      expect(describeProcess(p, 1_000_000)).toBe("umount (pid 4242) in D state (uninterruptible: waiting in the kernel) for 12m0s");
+      expect(describeProcess(r.found.get("/k/r")!, 1_000_000)).toBe("umount (pid 91) in R state (running) for 1s");
+    } finally {
+      rmSync(procfs, { recursive: true, force: true });
+    }
+  });
+
+  it("reads at most its cap of process entries, and nothing without a stuck path; an unreadable procfs finds nothing", async () => {
+    const { procfs, proc, stat } = tree();
+    try {
+      for (let pid = 100; pid < 140; pid++) proc(String(pid), { cmdline: `umount\0/k/${pid}\0`, stat: stat(pid, "umount", "D", 1) });
+      expect((await findUnmounting(procfs, ["/k/100"], { maxProcesses: 10 })).read).toBe(10);
+      expect((await findUnmounting(procfs, [])).read).toBe(0);
+      expect((await findUnmounting(join(procfs, "missing"), ["/k/100"])).found.size).toBe(0);
+      // No uptime: the state without an age.
+      rmSync(join(procfs, "uptime"));
+      const r = await findUnmounting(procfs, ["/k/120"]);
+      expect(describeProcess(r.found.get("/k/120")!, Date.now())).toBe("umount (pid 120) in D state (uninterruptible: waiting in the kernel)");
+    } finally {
+      rmSync(procfs, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("the operation table (bounds)", () => {
   const call = (volumeId: string, status: number, path = `/k/${volumeId}`) => ({
     path: UNPUBLISH,
@@ -435,6 +536,35 @@ describe("the operation table (bounds)", () => {
 });
 
 describe("stuck volume operations: the probegate command", () => {
+  it("--path.procfs: the stuck report names the driver's umount blocked in the kernel, from the procfs the checks read", async () => {
+    const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-cli-")));
+    const kubelet = join(node.dir, "kubelet");
+    const driver = await new FakeCsiDriver(join(node.dir, "driver.sock")).start();
+    driveUnmounts({ driver }, node);
+    const gw = await startGatewayProcess(
+      ["--mode=node", `--plugins-dir=${mkdtempSync(join(node.dir, "plugins-"))}`, `--upstream=unix://${driver.socketPath}`, "--operation-stuck-after=300ms", `--kubelet-dir=${kubelet}`, `--path.procfs=${node.procfs}`],
+      { env: node.env },
+    );
+    const client = unixClient(gw.socket);
+    try {
+      const target = join(kubelet, "pods", "p8", "volumes", "kubernetes.io~csi", "pv-8", "mount");
+      node.mount(target);
+      node.hang(target);
+      const h = { client } as Harness;
+      const told = await retryUntil(h, "vol-8", target, () => volumeHealth(h, "vol-8", target), (e) => /the unmounting process/.test(e[0]?.message ?? ""), "the unmounting process named");
+      expect(told[0]!.reason).toBe("UnpublishStuck");
+      expect(told[0]!.message).toMatch(/the unmounting process: umount \(pid \d+\) in D state \(uninterruptible: waiting in the kernel\) for \d+s/);
+      node.recover(target);
+      await eventually(async () => (await unpublish(h, "vol-8", target)).error?.code ?? 0, (c) => c === 0, "retry succeeds");
+      expect(await volumeHealth(h, "vol-8", target)).toEqual([]);
+    } finally {
+      client.close();
+      await gw.stop();
+      await driver.stop();
+      rmSync(node.dir, { recursive: true, force: true });
+    }
+  });
+
   it("--upstream with --operation-stuck-after and --unstick=unmount: reported, ended, counted", async () => {
     const node = new FakeNode(mkdtempSync(join(tmpdir(), "pg-stuck-cli-")));
     const kubelet = join(node.dir, "kubelet");

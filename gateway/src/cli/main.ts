@@ -75,7 +75,9 @@ async function startUpstream(cfg: Config, endpoint: Endpoint, checks: RunningChe
 async function trackedOperations(cfg: Config, checks: RunningChecks, logger: Logger, metrics: Metrics) {
   if (!checks.health) return undefined;
   const { trackOperations } = await import("../storage-health/operations-view.js");
-  const tracked = trackOperations({ health: { view: checks.health.view, registry: checks.health.registry }, metrics, stuckAfterMs: cfg.operationStuckAfterMs });
+  // The procfs the checks read (a demo scenario's own, or --path.procfs): where a stuck path's unmounting process is looked for.
+  const procfs = typeof checks.describe.procfs === "string" ? checks.describe.procfs : cfg.procfs;
+  const tracked = trackOperations({ health: { view: checks.health.view, registry: checks.health.registry }, metrics, stuckAfterMs: cfg.operationStuckAfterMs, procfs });
   if (!cfg.unstick) return { ...tracked, unstick: undefined };
   const { Unsticker } = await import("../storage-health/unstick.js");
   const catalog = checks.catalog;

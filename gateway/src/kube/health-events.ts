@@ -82,9 +82,11 @@ export class HealthEvents {
     for (const id of ids) {
       const ref = known.get(id);
       const entries = ref ? this.view.volume(id) : undefined;
-      if (!ref || entries === undefined) continue;
-      const next = index(entries);
       const state = this.volumes.get(id);
+      // Not evaluated yet says nothing, unless an entry was recorded before
+      // (a stuck operation on a volume no check has looked at): that one ended.
+      if (!ref || (entries === undefined && !state)) continue;
+      const next = index(entries);
       const pv = pvNameFromTargetPath(ref.targetPath) ?? state?.pv;
       if (pv) {
         const about: EventObject = { kind: "PersistentVolume", name: pv };

@@ -2,7 +2,9 @@
 // INACCESSIBLE entry (reason UnpublishStuck, UnstageStuck, ...), the node's
 // storage health a STORAGE_DEGRADED entry while any is stuck, and gauges. It
 // wraps the background evaluation's view and registry (same contract, read
-// from memory): readiness and Probe never look at it.
+// from memory): readiness and Probe never look at it. While something is
+// stuck, its timer also looks in procfs for the process unmounting each stuck
+// path (unmounting-process.ts), so the message can say what the node shows.
 
 import { Gauge } from "prom-client";
 import type { Metrics } from "../observability/metrics.js";
@@ -19,6 +21,7 @@ import {
   type OperationTransition,
 } from "./operations.js";
 import { unstickCounter } from "./unstick.js";
+import { describeProcess, findUnmounting, MAX_PROCESSES_READ, type UnmountingProcess } from "./unmounting-process.js";
 import type { HealthChange, StorageHealthEntry, StorageHealthView, VolumeHealthEntry, VolumeRegistry } from "./view.js";
 
 export const OPERATIONS_CHECK = "volume-operations";
@@ -38,6 +41,8 @@ export interface TrackOptions extends OperationTableOptions {
   metrics?: Metrics;
   /** How often stuck-ness is looked at (default a quarter of stuckAfterMs, within 50 ms and 15 s). */
   tickMs?: number;
+  /** --path.procfs: where a stuck path's unmounting process is looked for (one scan per tick, only while something is stuck). */
+  procfs?: string;
 }
 
 export function trackOperations(opts: TrackOptions): TrackedOperations {
@@ -49,6 +54,15 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     for (const fn of listeners) fn(c);
   };
   const stuckSince = (op: Operation) => new Date(op.firstAt + table.stuckAfterMs).toISOString();
+  // What the last procfs scan showed about the stuck paths (undefined: no scan since something got stuck).
+  let unmounting: { found: Map<string, UnmountingProcess>; capped: boolean } | undefined;
+  let scanning = false;
+  const processPart = (op: Operation, at: number): string => {
+    if (!opts.procfs || !unmounting) return "";
+    const p = unmounting.found.get(op.path);
+    if (p) return `; the unmounting process: ${describeProcess(p, at)}`;
+    return `; no process naming the path seen ${unmounting.capped ? `among the first ${MAX_PROCESSES_READ} ` : ""}under ${opts.procfs}`;
+  };
 
   const volumeEntries = (volumeId: string, theirs: readonly VolumeHealthEntry[] | undefined): VolumeHealthEntry[] => {
     const at = now();
@@ -59,7 +73,7 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
       const reason = STUCK_REASON[op.method];
       if (seen.has(reason)) continue;
       seen.add(reason);
-      const message = `${describeOperation(op, at)}; the node shows: ${shows || "nothing adverse about this volume"}`;
+      const message = `${describeOperation(op, at)}${processPart(op, at)}; the node shows: ${shows || "nothing adverse about this volume"}`;
       out.push({ status: "INACCESSIBLE", reason, message: oneLine(message, MESSAGE_MAX), check: OPERATIONS_CHECK, since: stuckSince(op) });
     }
     return out;
@@ -107,8 +121,11 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     remember: (ref) => opts.health.registry.remember(ref),
     request: (ref) => opts.health.registry.request(ref),
     forget: (volumeId, path) => {
-      opts.health.registry.forget(volumeId, path);
+      // The operations first: their "ended" is told while the volume is still
+      // known, so its PV (named by the publish path the registry holds) gets
+      // the Normal Event too; forgotten first, only the Node would.
       for (const p of [path.targetPath, path.stagingPath]) if (p) table.forget(volumeId, p);
+      opts.health.registry.forget(volumeId, path);
     },
   };
 
@@ -122,8 +139,27 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     // The messages say "for how long": rebuild the cached answers of what is stuck.
     const stuck = table.stuck();
     if (stuck.length) notify({ storage: true, volumes: [...new Set(stuck.map((op) => op.volumeId))] });
+    scanUnmounting(stuck);
   }, tickMs);
   timer.unref();
+
+  /** At most one procfs scan in flight, and none while nothing is stuck: the report says what it found once it is done. */
+  function scanUnmounting(stuck: readonly Operation[]): void {
+    if (stuck.length === 0) {
+      unmounting = undefined;
+      return;
+    }
+    if (!opts.procfs || scanning) return;
+    scanning = true;
+    void findUnmounting(opts.procfs, [...new Set(stuck.map((op) => op.path))], { now })
+      .then((r) => {
+        if (table.stuck().length === 0) return;
+        unmounting = { found: r.found, capped: r.read >= MAX_PROCESSES_READ };
+        notify({ storage: false, volumes: [...new Set(table.stuck().map((op) => op.volumeId))] });
+      })
+      .catch(() => undefined)
+      .finally(() => (scanning = false));
+  }
 
   if (opts.metrics) operationMetrics(opts.metrics, table, now);
 

@@ -4,8 +4,10 @@
 // (identity serializers), so tests can compare exactly what went in and out.
 
 import * as grpc from "@grpc/grpc-js";
-import type { DescService } from "@bufbuild/protobuf";
-import { Controller, GroupController, Identity, Node } from "../../gen/csi/v1/csi_pb.js";
+import http2 from "node:http2";
+import { rmSync } from "node:fs";
+import { create, toBinary, type DescService } from "@bufbuild/protobuf";
+import { Controller, GetPluginInfoResponseSchema, GroupController, Identity, Node, ProbeResponseSchema } from "../../gen/csi/v1/csi_pb.js";
 
 export type ServiceName = "Identity" | "Node" | "Controller" | "GroupController";
 
@@ -177,4 +179,94 @@ export function rawCall(
 
 export function unixClient(socketPath: string): grpc.Client {
   return new grpc.Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
+}
+
+/** How a faulty driver misbehaves on a call: resets the stream, never answers, or answers what is not gRPC. */
+export type DriverFault = "reset" | "silent" | "garbage";
+
+/**
+ * A driver that fails below gRPC, where grpc-js's server cannot be made to:
+ * a raw HTTP/2 server on the unix socket. Calls `faultFor` picks answer with
+ * that fault; every other call (its Probe, GetPluginInfo) answers OK, so the
+ * gateway's view of the driver stays up while its mount calls fail.
+ *   reset:   RST_STREAM INTERNAL_ERROR, no status
+ *   silent:  headers never sent; the stream stays open until the caller gives up
+ *   garbage: HTTP 200 text/html with an HTML body and no trailers
+ */
+export class FaultyCsiDriver {
+  readonly calls: Array<{ path: string; fault: DriverFault | undefined }> = [];
+  private server: http2.Http2Server | undefined;
+  private readonly open = new Set<http2.ServerHttp2Stream>();
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
+
+  constructor(
+    readonly socketPath: string,
+    private readonly faultFor: (path: string, request: Buffer) => DriverFault | undefined,
+    private readonly driverName = "probegate.test",
+  ) {}
+
+  async start(): Promise<this> {
+    rmSync(this.socketPath, { force: true });
+    const server = http2.createServer();
+    server.on("stream", (stream, headers) => this.handle(stream, String(headers[":path"] ?? "")));
+    server.on("session", (session) => {
+      this.sessions.add(session);
+      session.once("close", () => this.sessions.delete(session));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.socketPath, () => resolve());
+    });
+    this.server = server;
+    return this;
+  }
+
+  private handle(stream: http2.ServerHttp2Stream, path: string): void {
+    this.open.add(stream);
+    stream.once("close", () => this.open.delete(stream));
+    stream.on("error", () => undefined);
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.once("end", () => {
+      // One unary frame: 1 flag byte, 4 length bytes, the message.
+      const request = Buffer.concat(chunks).subarray(5);
+      let fault: DriverFault | undefined;
+      try {
+        fault = this.faultFor(path, request);
+      } catch {
+        fault = undefined;
+      }
+      this.calls.push({ path, fault });
+      if (fault === "reset") stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      else if (fault === "garbage") {
+        stream.respond({ ":status": 200, "content-type": "text/html" });
+        stream.end("<html><body>502 Bad Gateway</body></html>");
+      } else if (fault === undefined) this.answer(stream, path);
+      // silent: nothing, ever.
+    });
+  }
+
+  private answer(stream: http2.ServerHttp2Stream, path: string): void {
+    const message =
+      path === "/csi.v1.Identity/Probe"
+        ? toBinary(ProbeResponseSchema, create(ProbeResponseSchema, { ready: true }))
+        : path === "/csi.v1.Identity/GetPluginInfo"
+          ? toBinary(GetPluginInfoResponseSchema, create(GetPluginInfoResponseSchema, { name: this.driverName, vendorVersion: "0.0.0" }))
+          : new Uint8Array();
+    const frame = Buffer.alloc(5 + message.length);
+    frame.writeUInt32BE(message.length, 1);
+    frame.set(message, 5);
+    stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+    stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+    stream.end(frame);
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.open) s.close(http2.constants.NGHTTP2_CANCEL);
+    // The gateway keeps its connection open: close() alone would wait for it.
+    for (const s of this.sessions) s.destroy();
+    const server = this.server;
+    this.server = undefined;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 }

@@ -4,8 +4,10 @@
 // marker file: a plain `umount PATH` blocks while it is there; `umount -f`
 // releases it (the client's RPCs aborted) unless the hang is "lazy-only", when
 // -f fails busy; `umount -l` always detaches. Every call is logged to <dir>/calls.
+// A blocked plain umount shows under the fake procfs (<dir>/proc/<pid>/cmdline
+// and stat, state D) until it returns, as the stuck report looks for it.
 
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const UMOUNT = `#!/usr/bin/env node
@@ -42,9 +44,16 @@ if (args.includes("-f")) {
   process.exit(0);
   }
 } else {
+// While blocked it shows in the fake procfs as a hung umount does in the real one: its argv, and D state.
+const me = path.join(dir, "proc", String(process.pid));
+const uptime = Number.parseFloat(fs.readFileSync(path.join(dir, "proc", "uptime"), "utf8"));
+fs.mkdirSync(me, { recursive: true });
+fs.writeFileSync(path.join(me, "cmdline"), ["umount", ...args].join("\\0") + "\\0");
+fs.writeFileSync(path.join(me, "stat"), process.pid + " (umount) D 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 " + Math.round(uptime * 100) + " 9000000 200 18446744073709551615\\n");
 const wait = () => {
   if (hung()) return setTimeout(wait, 20);
   // Released: the kernel finished (or someone else did) the unmount.
+  fs.rmSync(me, { recursive: true, force: true });
   detach();
   process.exit(0);
 };
@@ -61,8 +70,16 @@ export class FakeNode {
     for (const d of [this.bin, join(this.procfs, "1"), join(dir, "hang")]) mkdirSync(d, { recursive: true });
     writeFileSync(join(this.bin, "umount"), UMOUNT);
     chmodSync(join(this.bin, "umount"), 0o755);
-    writeFileSync(join(this.procfs, "1", "mounts"), "overlay / overlay rw 0 0\n");
+    // A node whose mount table is already there (the soak's) keeps it.
+    if (!existsSync(join(this.procfs, "1", "mounts"))) writeFileSync(join(this.procfs, "1", "mounts"), "overlay / overlay rw 0 0\n");
+    if (!existsSync(join(this.procfs, "uptime"))) writeFileSync(join(this.procfs, "uptime"), "1000.00 1900.00\n");
     writeFileSync(join(dir, "calls"), "");
+  }
+
+  /** The node's clock moves on: processes started earlier are this much older (<procfs>/uptime). */
+  advance(seconds: number): void {
+    const up = Number.parseFloat(readFileSync(join(this.procfs, "uptime"), "utf8")) + seconds;
+    writeFileSync(join(this.procfs, "uptime"), `${up.toFixed(2)} ${(up * 1.9).toFixed(2)}\n`);
   }
 
   get env(): NodeJS.ProcessEnv {
@@ -81,6 +98,13 @@ export class FakeNode {
   /** The servers came back: the hang ends by itself. */
   recover(path: string): void {
     rmSync(join(this.dir, "hang", encodeURIComponent(path)), { force: true });
+  }
+
+  /** Takes a path out of the mount table, as a finished unmount does (a fault's cleanup). */
+  unmount(path: string): void {
+    const esc = path.replace(/ /g, "\\040");
+    const kept = this.mounts().split("\n").filter((l) => l && l.split(" ")[1] !== esc);
+    writeFileSync(join(this.procfs, "1", "mounts"), kept.map((l) => l + "\n").join(""));
   }
 
   mounts(): string {
