@@ -23,13 +23,6 @@ export interface Conn {
   peerEnded: boolean;
   /** Set once the table has asked it to go, so it is asked once (and evicted first). */
   expiring: boolean;
-  /**
-   * Accepted so recently that the loop has not yet read what it sent: not to
-   * be evicted. Under a flood the server accepts hundreds in one poll; a
-   * probe's connection among them would otherwise look exactly like the
-   * flood's (nothing sent yet) and be closed before its request is read.
-   */
-  unread?: boolean;
   /** How the protocol that took it closes it at its timeout (answer, GOAWAY); without one the socket is destroyed. */
   onTimeout?: (reason: "header_timeout" | "idle_timeout") => void;
   /** Called on each sweep while it is idle (HTTP/2's ping of a peer that went quiet after sending frames). */
@@ -90,9 +83,8 @@ export class ConnectionTable {
       if (!this.evict(address)) return this.refuse(socket, "per_address");
     }
     if (this.conns.size >= this.limits.maxConnections && !this.evict(undefined)) return this.refuse(socket, "connections");
-    const conn: Conn = { socket, address, busy: 0, idleSince: Date.now(), awaitingFirst: true, peerEnded: false, expiring: false, unread: true };
+    const conn: Conn = { socket, address, busy: 0, idleSince: Date.now(), awaitingFirst: true, peerEnded: false, expiring: false };
     this.conns.set(socket, conn);
-    this.settle(conn);
     if (address !== undefined) this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1);
     socket.once("close", () => this.remove(conn));
     socket.once("end", () => {
@@ -102,30 +94,6 @@ export class ConnectionTable {
     this.arm();
     return conn;
   }
-
-  private fresh: Conn[] = [];
-  private settling: Conn[] = [];
-  private settleArmed = false;
-
-  /**
-   * Marks `conn` readable-by-now after two check phases: the first ends the
-   * poll that accepted it, the second comes after the next poll, which reads
-   * whatever the peer sent. One immediate per batch, not per connection.
-   */
-  private settle(conn: Conn): void {
-    this.fresh.push(conn);
-    if (this.settleArmed) return;
-    this.settleArmed = true;
-    setImmediate(this.settleStep);
-  }
-
-  private readonly settleStep = (): void => {
-    for (const c of this.settling) c.unread = false;
-    this.settling = this.fresh;
-    this.fresh = [];
-    if (this.settling.length > 0) setImmediate(this.settleStep);
-    else this.settleArmed = false;
-  };
 
   /** The entry of an admitted socket. */
   get(socket: net.Socket): Conn | undefined {
@@ -197,7 +165,7 @@ export class ConnectionTable {
   private evict(address: string | undefined): boolean {
     let victim: Conn | undefined;
     for (const c of this.conns.values()) {
-      if (c.busy > 0 || c.unread || (address !== undefined && c.address !== address)) continue;
+      if (c.busy > 0 || (address !== undefined && c.address !== address)) continue;
       if (!victim || evictBefore(c, victim)) victim = c;
     }
     if (!victim) return false;
