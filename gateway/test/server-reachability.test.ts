@@ -204,6 +204,19 @@ describe("lnet.server_pings on a fake node", () => {
     expect(c.catalog.serverPingsOutstanding()).toBe(1);
   });
 
+  it("a read at the interval's own cadence but a little early pings (reads every 30 s do not skip every other ping); one earlier than a tenth of it does not", async () => {
+    const n = node();
+    const c = await catalogOn(n);
+    await c.read();
+    expect(pingCalls(n).get(MDS)).toBe(1);
+    c.advance(24_000); // + the read's 5 s: 29 s after the last ping started
+    await c.read();
+    expect(pingCalls(n).get(MDS)).toBe(2);
+    c.advance(22_000); // 27 s: within the interval less its tenth (28 s)
+    await c.read();
+    expect(pingCalls(n).get(MDS)).toBe(2);
+  });
+
   it("bad input: an unparseable source, garbage from lnetctl, lnetctl missing, LNet down: said, never ok", async () => {
     const n = node("mgs.example.com@tcp:/lustrefs");
     const c = await catalogOn(n);
