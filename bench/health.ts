@@ -60,7 +60,7 @@ export interface FakeNode {
   volumes: Array<{ id: string; target: string }>;
 }
 
-type Renderer = {
+export type Renderer = {
   renderImports(d: object): string;
   renderStates(d: object): string;
   renderGetname(d: object): string;
@@ -121,6 +121,15 @@ export async function fakeNode(volumes: number, osts: number, shape: NodeShape =
     vols.push({ id, target });
   }
   const desc = { version: "2.15", mgsNid: "10.0.0.2@tcp", since, filesystems };
+  return { dir, kubeletDir, env: writeClient(r, dir, desc, mounts), volumes: vols };
+}
+
+/**
+ * What the fake tools read for a Lustre client described by `desc` (fake-lustre.js):
+ * the import and state listings, `lfs getname`, the mount table (and the same as
+ * mountinfo); the environment that runs them, with a fake `stat`.
+ */
+export function writeClient(r: Renderer, dir: string, desc: object, mounts: string[]): NodeJS.ProcessEnv {
   fs.writeFileSync(path.join(dir, "imports.out"), r.renderImports(desc));
   fs.writeFileSync(path.join(dir, "import_states.out"), r.renderStates(desc));
   fs.writeFileSync(path.join(dir, "proc/1/mounts"), mounts.join("\n") + "\n");
@@ -137,8 +146,7 @@ export async function fakeNode(volumes: number, osts: number, shape: NodeShape =
   const bin = path.join(dir, "bin");
   fs.mkdirSync(bin, { recursive: true });
   fs.writeFileSync(path.join(bin, "stat"), "#!/bin/sh\necho bd00bd0\n", { mode: 0o755 });
-  const env = { ...process.env, PATH: `${bin}:${path.join(root, "gateway/demo/bin")}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir };
-  return { dir, kubeletDir, env, volumes: vols };
+  return { ...process.env, PATH: `${bin}:${path.join(root, "gateway/demo/bin")}:${process.env.PATH ?? ""}`, PROBEGATE_FAKE_LNET: dir };
 }
 
 // ---- the gateway ----

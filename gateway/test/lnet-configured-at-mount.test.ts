@@ -44,15 +44,15 @@ const { running, nodes } = scope;
 // Under the scope, so the directories go with it when the file ends.
 const scratch = (prefix: string) => fs.mkdtempSync(path.join(scope.path(), prefix));
 
-/** The bundled plugins, and a second directory with `lnetConfiguredAt: mount` for the four phased checks. */
-function mountConfigDir(): string {
+/** The bundled plugins, and a second directory with `lnetConfiguredAt: mount` for the four phased checks (and `selfPing` more for lnet-self-ping). */
+function mountConfigDir(selfPing = ""): string {
   const dir = scratch("config-");
-  for (const name of PHASED) fs.writeFileSync(path.join(dir, `${name}.yaml`), "lnetConfiguredAt: mount\n");
+  for (const name of PHASED) fs.writeFileSync(path.join(dir, `${name}.yaml`), `lnetConfiguredAt: mount\n${name === "lnet-self-ping" ? selfPing : ""}`);
   return dir;
 }
 
 /** A gateway on a fake node; `env` replaces the node's (e.g. a PATH without some tool). */
-async function gatewayOn(spec: FakeLnetSpec, env?: (node: FakeLnet) => NodeJS.ProcessEnv) {
+async function gatewayOn(spec: FakeLnetSpec, env?: (node: FakeLnet) => NodeJS.ProcessEnv, selfPing = "") {
   const node = fakeLnet(spec);
   nodes.push(node);
   const gw = await startGatewayProcess(
@@ -63,7 +63,7 @@ async function gatewayOn(spec: FakeLnetSpec, env?: (node: FakeLnet) => NodeJS.Pr
       `--path.modprobe=${node.modprobe}`,
       "--check-interval=1s",
       `--plugins-dir=${BUNDLED}`,
-      `--plugins-dir=${mountConfigDir()}`,
+      `--plugins-dir=${mountConfigDir(selfPing)}`,
     ],
     { env: env ? env(node) : node.env },
   );
@@ -174,6 +174,43 @@ describe("lnetConfiguredAt: mount through a running gateway", () => {
     const { gw: gw2 } = await gatewayOn(FRESH, (node) => ({ ...node.env, PATH: bin }));
     const r2 = await untilReadyz(gw2, (x) => evaluated(x) && x.status === 503, "not ready without mount.lustre");
     expect(r2.text).toMatch(/\[-\]lnet-nids failed: ToolsMissing: LNet not yet configured .*mount\.lustre \(ENOENT: mount\.lustre not found on PATH\)/);
+  });
+});
+
+describe("lnetConfiguredAt: mount with peers: (issue 42)", () => {
+  const MGS = ["10.0.0.2@tcp", "10.0.0.12@tcp"];
+  const pingsOf = (node: FakeLnet, nid: string) => node.calls("ping").filter((l) => l.endsWith(` ${nid}`)).length;
+  const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("no peer is pinged before LNet is configured (lnet not loaded, then loaded without a net); once it is, the peers decide", async () => {
+    const { gw, node } = await gatewayOn(FRESH, undefined, `peers: [${MGS.join(", ")}]\n`);
+    fs.writeFileSync(path.join(node.dir, "ping_nids.json"), JSON.stringify({ [MGS[0]!]: "ok", [MGS[1]!]: "ok" }));
+    await untilReadyz(gw, (r) => evaluated(r) && r.status === 200, "a fresh node ready");
+    expect((await conditions(gw))["lnet-self-ping"]).toMatchObject({ status: "pass", reason: "LnetNotYetConfigured" });
+    await settle(3_500); // three more rounds at --check-interval=1s
+    expect(node.calls("ping")).toEqual([]);
+
+    // lnet loaded by the driver, LNet not configured yet: lnetctl answers "Network is down".
+    node.update({ modules: "lnet 1 0 - Live 0x0\nlibcfs 1 1 lnet, Live 0x0\n" });
+    const deadline = Date.now() + 20_000;
+    while (!(await conditions(gw))["lnet-self-ping"]?.message.includes("lnet is loaded") && Date.now() < deadline) await settle(100);
+    expect((await conditions(gw))["lnet-self-ping"]).toMatchObject({ status: "pass", reason: "LnetNotYetConfigured" });
+    await settle(3_500);
+    expect(node.calls("ping")).toEqual([]);
+
+    // The first mount configures LNet: the peers are pinged and decide readiness.
+    node.update({ modules: healthy("proc/modules"), netShow: { out: healthy("net_show.out") }, listNids: { out: healthy("list_nids.out") } });
+    fs.writeFileSync(path.join(node.dir, "ping_nids.json"), JSON.stringify({ "10.0.0.10@tcp": "ok", [MGS[0]!]: "ok", [MGS[1]!]: "timeout" }));
+    const after = Date.now() + 20_000;
+    let c = await conditions(gw);
+    while (c["lnet-self-ping"]?.reason !== "PeersReachable" && Date.now() < after) {
+      await settle(100);
+      c = await conditions(gw);
+    }
+    expect(c["lnet-self-ping"]).toMatchObject({ status: "pass", reason: "PeersReachable" });
+    expect(c["lnet-self-ping"].message).toContain(`1 of 2 peer(s) answer; no answer from ${MGS[1]} (timeout)`);
+    expect(pingsOf(node, MGS[0]!)).toBeGreaterThan(0);
+    expect(pingsOf(node, MGS[1]!)).toBeGreaterThan(0);
   });
 });
 

@@ -8,6 +8,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { lustreServers, parseMountSource } from "../src/engine/sources/server-nids.js";
+import { canonicalNid, interpretPing, ServerPinger } from "../src/engine/sources/server-pings.js";
+import { SERVER_PING_DEFAULTS } from "../src/engine/sources/catalog.js";
+import type { CommandResult } from "../src/exec/run-command.js";
 import { fakeLustre, type FakeLustre, type FakeLustreState } from "./helpers/fake-lustre.js";
 import { ROOT } from "./helpers/gateway-process.js";
 import { startChecks } from "./helpers/checks-harness.js";
@@ -42,7 +45,7 @@ function state(): FakeLustreState {
   };
 }
 
-type How = "ok" | "timeout" | "unreachable" | "hang" | "garbage";
+type How = "ok" | "timeout" | "unreachable" | "eio" | "hang" | "garbage";
 
 function answers(n: FakeLustre, over: Record<string, How> = {}): void {
   const table: Record<string, How> = Object.fromEntries(ALL.map((nid) => [nid, "ok"]));
@@ -95,6 +98,50 @@ describe("server NIDs", () => {
   });
 });
 
+// What lnetctl prints, from Lustre's source (lnet/utils/lnetctl.c jt_ping,
+// yaml_lnet_ping_display; liblnetconfig.c infra_ping_nid; cyaml.c print_string).
+describe("lnetctl ping answers as 2.12–2.17 print them", () => {
+  const NID = "10.0.0.5@tcp";
+  const run = (over: Partial<CommandResult>): CommandResult => ({ ok: false, exitCode: 255, stdout: "", stderr: "", error: "exit status 255", truncated: false, outcome: "error", ...over });
+  const ioctlError = (text: string) => `manage:\n    - ping:\n          errno: -1\n          descr: failed to ping ${NID}: ${text}\n                 \n`;
+  const netlinkError = (errno: number, text: string) => `manage:\n  - ping: ""\n    errno: ${errno}\n    descr: "failed to ping ${NID}: ${text}"\n`;
+
+  it("up to 2.15 the errno line is lnetctl's -1 and the cause is descr's strerror text (on stderr)", () => {
+    expect(interpretPing(NID, run({ stderr: ioctlError("Input/output error") }), 0)).toEqual({ kind: "fail", errno: 5 });
+    expect(interpretPing(NID, run({ stderr: ioctlError("No route to host") }), 0)).toEqual({ kind: "fail", errno: 113 });
+    expect(interpretPing(NID, run({ stderr: ioctlError("Network is down") }), 0)).toEqual({ kind: "error", code: "errno100" });
+    expect(interpretPing(NID, run({ stderr: ioctlError("No such device") }), 0)).toEqual({ kind: "error", code: "errno19" });
+    // lnetctl could not start (no /dev/lnet): its own startup error, no cause named.
+    expect(interpretPing(NID, run({ stderr: "lnetctl:\n    - startup:\n          errno: -1\n          descr: cannot register LNet device\n" }), 0)).toEqual({ kind: "error", code: "errno1" });
+  });
+
+  it("2.16+ put the kernel's errno on stdout", () => {
+    expect(interpretPing(NID, run({ stdout: netlinkError(-110, "Connection timed out") }), 0)).toEqual({ kind: "timeout" });
+    expect(interpretPing(NID, run({ stdout: netlinkError(-5, "Input/output error") }), 0)).toEqual({ kind: "fail", errno: 5 });
+    expect(interpretPing(NID, run({ stdout: netlinkError(-101, "Network is unreachable") }), 0)).toEqual({ kind: "fail", errno: 101 });
+  });
+
+  it("an answer names the NID as primary nid or under peer ni / peer_ni, @tcp0 printed @tcp; an empty exit 0 is no answer", () => {
+    const ok = (stdout: string) => run({ ok: true, exitCode: 0, error: null, outcome: "ok", stdout });
+    const ioctlReply = `ping:\n    - primary nid: ${NID}\n      Multi-Rail: True\n      peer ni:\n        - nid: ${NID}\n`;
+    const netlinkReply = "ping:\n  - primary nid: 10.9.0.5@o2ib\n    Multi-Rail: True\n    peer_ni:\n      - nid: 10.9.0.5@o2ib\n      - nid: 10.0.0.5@tcp\n";
+    expect(interpretPing(NID, ok(ioctlReply), 3)).toEqual({ kind: "ok", ms: 3 });
+    expect(interpretPing(NID, ok(netlinkReply), 3)).toEqual({ kind: "ok", ms: 3 });
+    expect(interpretPing("10.0.0.5@TCP0", ok(ioctlReply), 3)).toEqual({ kind: "ok", ms: 3 });
+    expect(interpretPing("10.0.0.6@tcp", ok(ioctlReply), 3)).toEqual({ kind: "error", code: "EBADMSG" });
+    // An lnetctl that does not know an option returns 0 having printed nothing (jt_ping's getopt default).
+    expect(interpretPing(NID, ok(""), 3)).toEqual({ kind: "error", code: "EBADMSG" });
+    expect(canonicalNid("10.0.0.5@o2ib0")).toBe("10.0.0.5@o2ib");
+    expect(canonicalNid("10.0.0.5@tcp10")).toBe("10.0.0.5@tcp10");
+  });
+
+  it("--timeout is whole seconds, never 0 or 1 (LNet's 180 s), and the default is within that", () => {
+    const room = { start: () => Promise.reject(new Error("not started")), env: {} } as unknown as ConstructorParameters<typeof ServerPinger>[0]["room"];
+    for (const timeoutSeconds of [0, 1, 1.5, 180]) expect(() => new ServerPinger({ ...SERVER_PING_DEFAULTS, timeoutSeconds, room })).toThrow(RangeError);
+    expect(() => new ServerPinger({ ...SERVER_PING_DEFAULTS, room })).not.toThrow();
+  });
+});
+
 describe("lnet.server_pings on a fake node", () => {
   async function catalogOn(n: FakeLustre) {
     let clock = 1_000_000;
@@ -138,6 +185,12 @@ describe("lnet.server_pings on a fake node", () => {
     expect(after).toContain(`${OSS}=timeout`);
     expect(after).toMatch(new RegExp(`${OSS_PAIR[0]}=fail/113 ${OSS_PAIR[1]}=ok/\\d+`));
     expect(Object.fromEntries(pingCalls(n))).toEqual({ [MGS[0]!]: 2, [OSS_PAIR[0]!]: 2, [OSS_PAIR[1]!]: 1, [OSS]: 2, [MDS]: 2 });
+    expect(n.calls("ping").every((l) => / ping --timeout=5 [^ ]+$/.test(l))).toBe(true);
+
+    // A 2.15 node: every unanswered ping is EIO, its cause only in descr (errno -1 on stderr).
+    answers(n, { [OSS]: "eio" });
+    c.advance(30_000);
+    expect(await c.read()).toContain(`${OSS}=fail/5`);
 
     // The MDS ping hangs: pending within LNet's timeout, hung past the bound, never started again beside itself.
     answers(n, { [MDS]: "hang" });
@@ -147,8 +200,21 @@ describe("lnet.server_pings on a fake node", () => {
     expect(await c.read()).toMatch(new RegExp(`${MDS}=hung/\\d+`));
     c.advance(60_000);
     expect(await c.read()).toMatch(new RegExp(`${MDS}=hung/\\d+`));
-    expect(pingCalls(n).get(MDS)).toBe(3);
+    expect(pingCalls(n).get(MDS)).toBe(4);
     expect(c.catalog.serverPingsOutstanding()).toBe(1);
+  });
+
+  it("a read at the interval's own cadence but a little early pings (reads every 30 s do not skip every other ping); one earlier than a tenth of it does not", async () => {
+    const n = node();
+    const c = await catalogOn(n);
+    await c.read();
+    expect(pingCalls(n).get(MDS)).toBe(1);
+    c.advance(24_000); // + the read's 5 s: 29 s after the last ping started
+    await c.read();
+    expect(pingCalls(n).get(MDS)).toBe(2);
+    c.advance(22_000); // 27 s: within the interval less its tenth (28 s)
+    await c.read();
+    expect(pingCalls(n).get(MDS)).toBe(2);
   });
 
   it("bad input: an unparseable source, garbage from lnetctl, lnetctl missing, LNet down: said, never ok", async () => {

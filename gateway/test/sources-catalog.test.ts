@@ -67,7 +67,7 @@ describe("built-in sources on the healthy demo node", () => {
     expect(byName["lnetctl.ping"]).toEqual({
       name: "lnetctl.ping",
       kind: "command",
-      argv: ["lnetctl", "ping", "{lnet.selfNid}"],
+      argv: ["lnetctl", "ping", "--timeout=5", "{lnet.selfNid}"],
       timeoutMs: 10_000,
       ttlMs: 10_000,
       params: ["lnet.selfNid"],
@@ -102,7 +102,7 @@ describe("built-in sources on the healthy demo node", () => {
     const r = await catalog.read("lnetctl.ping", { "lnet.selfNid": "10.0.0.10@tcp" });
     expect(r).toMatchObject({ ok: true, exitCode: 0 });
     expect(r.stdout).toContain("primary nid: 10.0.0.10@tcp");
-    expect(n.calls("ping")).toEqual(["ping lnetctl ping 10.0.0.10@tcp"]);
+    expect(n.calls("ping")).toEqual(["ping lnetctl ping --timeout=5 10.0.0.10@tcp"]);
     const other = await catalog.read("lnetctl.ping", { "lnet.selfNid": "10.0.0.99@tcp" });
     expect(other).toMatchObject({ ok: false, exitCode: 1, error: "exit status 1" });
     expect(other.stderr).toContain("failed to ping 10.0.0.99@tcp");
@@ -280,7 +280,7 @@ describe("caching", () => {
       catalog.read("lnetctl.ping", { "lnet.selfNid": i % 2 ? "10.0.0.10@tcp" : "10.0.0.11@tcp" }),
     );
     await Promise.all(reads);
-    expect(n.calls("ping").sort()).toEqual(["ping lnetctl ping 10.0.0.10@tcp", "ping lnetctl ping 10.0.0.11@tcp"]);
+    expect(n.calls("ping").sort()).toEqual(["ping lnetctl ping --timeout=5 10.0.0.10@tcp", "ping lnetctl ping --timeout=5 10.0.0.11@tcp"]);
   });
 
   it("runs again once the TTL has expired", async () => {

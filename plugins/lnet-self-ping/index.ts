@@ -17,7 +17,7 @@ const PEERS = "lnet.peer_pings";
 const FACT = "lnet.selfNid";
 
 export function manifest(): string {
-  return phasedManifest(new Manifest("lnet-self-ping", "1.2.0", "LNet answers a ping of its own NID (and of the configured peers)")
+  return phasedManifest(new Manifest("lnet-self-ping", "1.2.1", "LNet answers a ping of its own NID (and of the configured peers)")
     .source(SOURCE)
     .source(PEERS)
     .stringsOption("peers", new Array<string>(), "NIDs that must answer an LNet ping for the node to be ready (e.g. the MGS NIDs of the StorageClass); empty: the self-ping decides")
@@ -104,7 +104,9 @@ function verdict(src: Source, selfNid: string): Result {
     if (reply === null || !reply.isObject) continue;
     if (toLowerAscii(reply.getText("primary nid")) == want) return pingOk(selfNid);
     if (reply.has("primary nid")) named++;
-    const peers = reply.get("peer ni");
+    // `peer ni:` up to 2.15; the 2.16+ netlink path prints `peer_ni:` (api-ni.c ping_props_list).
+    let peers = reply.get("peer ni");
+    if (peers === null) peers = reply.get("peer_ni");
     if (peers === null) continue;
     for (let p = 0; p < peers.length; p++) {
       const ni = peers.at(p);

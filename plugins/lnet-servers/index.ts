@@ -15,7 +15,7 @@
 // server); unreachable when every NID timed out or was refused; not yet
 // pinged servers are said in the message, never reported healthy by name.
 import {
-  Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, joinStrings, UniqueList,
+  Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, joinStrings, UniqueList, HealthReport,
   STORAGE_DEGRADED, STORAGE_UNREACHABLE, sourceFailed,
 } from "../sdk";
 
@@ -77,31 +77,8 @@ function describe(s: Server): string {
   return joinStrings(parts, ", ");
 }
 
-/** Entries merged per (status, reason): the host keeps one per pair. */
-class Merged {
-  status: string;
-  reason: string;
-  parts: Array<string> = new Array<string>();
-  fss: UniqueList = new UniqueList();
-  constructor(status: string, reason: string) {
-    this.status = status;
-    this.reason = reason;
-  }
-}
-
-function merge(items: Array<Merged>, status: string, reason: string, fs: string, text: string): void {
-  for (let i = 0; i < items.length; i++) {
-    if (items[i].status == status && items[i].reason == reason) {
-      items[i].parts.push(text);
-      items[i].fss.add(fs);
-      return;
-    }
-  }
-  const m = new Merged(status, reason);
-  m.parts.push(text);
-  m.fss.add(fs);
-  items.push(m);
-}
+const NO_ANSWER = "no LNet answer: ";
+const CANNOT_TELL = "cannot tell whether these answer LNet pings: ";
 
 function evaluate(src: Source): Result {
   if (!src.ok) return unknown(sourceFailed(src).message);
@@ -134,7 +111,7 @@ function evaluate(src: Source): Result {
 
   const fss = new UniqueList();
   for (let i = 0; i < servers.length; i++) fss.add(servers[i].fs);
-  const items = new Array<Merged>();
+  const report = new HealthReport();
   let reachable = 0;
   let pending = 0;
   for (let n = 0; n < fss.length; n++) {
@@ -150,38 +127,29 @@ function evaluate(src: Source): Result {
         mds++;
         if (s.verdict == UNREACHABLE) downMds.push(s.targets.replaceAll(",", "/") + " on " + describe(s));
       }
-      if (s.verdict == UNREACHABLE && s.role == "oss") merge(items, STORAGE_DEGRADED, "LnetOssUnreachable", fs, fs + ": " + s.targets.replaceAll(",", "/") + " on " + describe(s));
-      if (s.verdict == UNREACHABLE && s.role == "mgs") merge(items, STORAGE_DEGRADED, "LnetMgsUnreachable", fs, fs + ": MGS " + describe(s));
-      if (s.verdict == UNKNOWN) merge(items, STORAGE_DEGRADED, "LnetPingUnknown", fs, fs + ": " + s.role.toUpperCase() + " " + describe(s));
+      if (s.verdict == UNREACHABLE && s.role == "oss") report.add(STORAGE_DEGRADED, "LnetOssUnreachable", fs, fs + ": " + s.targets.replaceAll(",", "/") + " on " + describe(s), NO_ANSWER);
+      if (s.verdict == UNREACHABLE && s.role == "mgs") report.add(STORAGE_DEGRADED, "LnetMgsUnreachable", fs, fs + ": MGS " + describe(s), NO_ANSWER);
+      if (s.verdict == UNKNOWN) report.add(STORAGE_DEGRADED, "LnetPingUnknown", fs, fs + ": " + s.role.toUpperCase() + " " + describe(s), CANNOT_TELL);
     }
     if (downMds.length > 0) {
       const all = downMds.length == mds;
-      merge(items, all ? STORAGE_UNREACHABLE : STORAGE_DEGRADED, "LnetMdsUnreachable", fs,
-        fs + ": " + (all ? "no MDS answers: " : downMds.length.toString() + " of " + mds.toString() + " MDS do not answer: ") + joinStrings(downMds, "; "));
+      report.add(all ? STORAGE_UNREACHABLE : STORAGE_DEGRADED, "LnetMdsUnreachable", fs,
+        fs + ": " + (all ? "no MDS answers: " : downMds.length.toString() + " of " + mds.toString() + " MDS do not answer: ") + joinStrings(downMds, "; "), NO_ANSWER);
     }
   }
 
   const r = Result.pass("LnetServersReachable", "");
-  for (let i = 0; i < items.length; i++) {
-    const it = items[i];
-    const what = it.reason == "LnetPingUnknown" ? "cannot tell whether these answer LNet pings: " : "no LNet answer: ";
-    r.health(it.status, it.reason, clip(what + joinStrings(it.parts, "; "), 1000), it.fss.length == 1 ? it.fss.items[0] : "");
-  }
-  if (items.length > 0) {
-    r.status = "warn";
-    for (let i = 0; i < items.length; i++) if (items[i].status == STORAGE_UNREACHABLE) r.status = "fail";
-    r.reason = items[0].reason;
-    const parts = new Array<string>();
-    for (let i = 0; i < items.length; i++) parts.push(items[i].reason + ": " + joinStrings(items[i].parts, "; "));
-    r.message = joinStrings(parts, "; ");
-  } else if (servers.length == 0 && unparsed.length > 0) {
-    r.reason = "LnetServersNotChecked";
-    r.message = "no server NID could be read";
-  } else if (servers.length == 0) {
-    r.reason = "NoLustreServers";
-    r.message = "no Lustre server to ping (no Lustre file system mounted)";
-  } else {
-    r.message = reachable.toString() + " server(s) of " + humanList(fss.items, 5) + " answer LNet pings";
+  // With entries the verdict is the report's (warn, or fail for an unreachable MDS); the notes below add to it.
+  if (!report.applyTo(r, 1000)) {
+    if (servers.length == 0 && unparsed.length > 0) {
+      r.reason = "LnetServersNotChecked";
+      r.message = "no server NID could be read";
+    } else if (servers.length == 0) {
+      r.reason = "NoLustreServers";
+      r.message = "no Lustre server to ping (no Lustre file system mounted)";
+    } else {
+      r.message = reachable.toString() + " server(s) of " + humanList(fss.items, 5) + " answer LNet pings";
+    }
   }
   if (pending > 0) r.message += "; " + pending.toString() + " server(s) not pinged yet";
   if (unparsed.length > 0) r.message += "; not checked (NIDs unknown): " + clip(joinStrings(unparsed, "; "), 300);

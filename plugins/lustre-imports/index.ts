@@ -21,9 +21,9 @@
 // eviction in a history stamped after this round's epoch (one a later round
 // would report as new). Anything that cannot be read is never stable.
 import {
-  Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, joinStrings, UniqueList,
+  Manifest, Result, CheckInput, Source, respond, clip, oneLine, humanList, UniqueList,
   parseLustreStates, noSuchLustreParam, lustreParamUsable, parseLfsGetname, mountpointsOf,
-  groupByMount, mgcsOf, judgeMount, mgcDown, describeImport, LustreImport, LustreImports, LustreMount, LustreMountName,
+  groupByMount, mgcsOf, judgeMount, mgcDown, describeImport, LustreImport, LustreImports, LustreMount, LustreMountName, HealthReport,
   STORAGE_DEGRADED, STORAGE_UNREACHABLE, sourceFailed, parseError,
 } from "../sdk";
 
@@ -49,37 +49,6 @@ export function check(input: string): string {
 /** "Cannot tell" is never healthy, nor proof of an outage: one STORAGE_DEGRADED/HealthUnknown entry. */
 function unknown(r: Result, what: string): Result {
   return r.health(STORAGE_DEGRADED, "HealthUnknown", "cannot tell whether Lustre targets are reachable: " + what + ": " + clip(oneLine(r.message), 400));
-}
-
-/** Entries merged per (status, reason): the host keeps one per pair. */
-class Merged {
-  status: string;
-  reason: string;
-  parts: Array<string> = new Array<string>();
-  fss: UniqueList = new UniqueList();
-  constructor(status: string, reason: string) {
-    this.status = status;
-    this.reason = reason;
-  }
-}
-
-class Report {
-  items: Array<Merged> = new Array<Merged>();
-  add(status: string, reason: string, fs: string, text: string): void {
-    let m: Merged | null = null;
-    for (let i = 0; i < this.items.length; i++) {
-      if (this.items[i].status == status && this.items[i].reason == reason) {
-        m = this.items[i];
-        break;
-      }
-    }
-    if (m === null) {
-      m = new Merged(status, reason);
-      this.items.push(m);
-    }
-    m.parts.push(text);
-    if (fs.length > 0) m.fss.add(fs);
-  }
 }
 
 function label(m: LustreMount, names: Array<LustreMountName>, namesOk: bool, mounts: Array<LustreMount>): string {
@@ -110,7 +79,7 @@ function evaluate(input: CheckInput): Result {
   const names = namesOk ? parseLfsGetname(gn!.stdout) : new Array<LustreMountName>();
 
   const mounts = groupByMount(parsed);
-  const report = new Report();
+  const report = new HealthReport();
   const r = new Result("pass", "ImportsHealthy", "");
   let settling = 0;
   let targets = 0;
@@ -146,19 +115,7 @@ function evaluate(input: CheckInput): Result {
     report.add(STORAGE_DEGRADED, "MgsUnreachable", fs, "MGS unreachable through " + mgcs[i].device + " " + describeImport(mgcs[i], epoch).substring(4) + (fsNames.length > 0 ? "; mounted: " + humanList(fsNames.items, 5) : ""));
   }
 
-  for (let i = 0; i < report.items.length; i++) {
-    const it = report.items[i];
-    r.health(it.status, it.reason, joinStrings(it.parts, "; "), it.fss.length == 1 ? it.fss.items[0] : "");
-  }
-  if (report.items.length > 0) {
-    const first = report.items[0];
-    r.status = "warn";
-    for (let i = 0; i < report.items.length; i++) if (report.items[i].status == STORAGE_UNREACHABLE) r.status = "fail";
-    r.reason = first.reason;
-    const parts = new Array<string>();
-    for (let i = 0; i < report.items.length; i++) parts.push(report.items[i].reason + ": " + joinStrings(report.items[i].parts, "; "));
-    r.message = joinStrings(parts, "; ");
-  } else {
+  if (!report.applyTo(r)) {
     r.message = targets.toString() + " target(s) of " + humanList(fsNames.items, 5) + " FULL or IDLE" + (mgcs.length > 0 ? ", MGS connected" : "");
     if (mounts.length == 0) r.message = "no Lustre mount has imports; " + mgcs.length.toString() + " MGC(s) connected";
   }

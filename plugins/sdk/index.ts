@@ -11,3 +11,4 @@ export * from "./phase";
 export * from "./log";
 export * from "./lustre";
 export * from "./mounts";
+export * from "./report";

@@ -98,7 +98,14 @@ function notConfigured(tool, key, args) {
   };
 }
 
-/** A server's answer as lnetctl prints it: the reply naming it, or the error document (errno -110 timeout, -113 no route). */
+/**
+ * A server's answer as lnetctl prints it (lnetctl.c jt_ping, liblnetconfig.c
+ * infra_ping_nid): the reply naming it on stdout, exit 0; or, exit 255, the
+ * error document — from 2.16 (netlink) on stdout with the kernel's errno
+ * ("timeout": -110, "unreachable": -113), up to 2.15 ("eio") on stderr with
+ * lnetctl's own errno -1 and the cause only in descr (every unanswered ping
+ * is -EIO there), descr ending in the newline lnetctl leaves in it.
+ */
 async function answerPerNid(nid, how) {
   if (how === "hang") await sleep(1e12);
   if (how === "ok") {
@@ -109,9 +116,13 @@ async function answerPerNid(nid, how) {
     process.stdout.write("\u0000garbage\n");
     return;
   }
+  process.exitCode = 255;
+  if (how === "eio") {
+    process.stderr.write(`manage:\n    - ping:\n          errno: -1\n          descr: failed to ping ${nid}: Input/output error\n                 \n`);
+    return;
+  }
   const [errno, text] = how === "unreachable" ? [-113, "No route to host"] : [-110, "Connection timed out"];
-  process.stderr.write(`manage:\n    - ping:\n          errno: ${errno}\n          descr: failed to ping ${nid}: ${text}\n`);
-  process.exitCode = 1;
+  process.stdout.write(`manage:\n  - ping: ""\n    errno: ${errno}\n    descr: "failed to ping ${nid}: ${text}"\n`);
 }
 
 function pingMismatch(nid) {
@@ -151,7 +162,7 @@ export async function runFakeTool(tool, args) {
 
   await sleep(readInt(dir, `${key}.delay_ms`, 0));
 
-  // Per-NID answers (servers): ping_nids.json maps NID → ok | timeout | unreachable | hang | garbage.
+  // Per-NID answers (servers): ping_nids.json maps NID → ok | timeout | unreachable | eio | hang | garbage.
   // A NID not in the table answers as below (ping.out, ping.expect_nid …).
   const perNid = key === "ping" ? readOptional(dir, "ping_nids.json") : null;
   const pinged = args.filter((a) => !a.startsWith("-"))[1] ?? "";

@@ -138,11 +138,12 @@ export interface SourceCatalogOptions {
  */
 /**
  * Server pings: once per NID per 30 s (Lustre's own pinger pings every
- * obd_timeout/4, 25 s by default); `lnetctl ping --timeout=5` (a healthy LNet
- * peer answers in well under a millisecond on TCP, and LNet's own transaction
- * timeout gives up after tens of seconds, which no round should wait for); a
- * ping still running 15 s after it started is hung; a read waits 3 s at most
- * (the usual command deadline) and reports the rest next time; 32 pings start
+ * obd_timeout/4, 25 s by default); `lnetctl ping --timeout=5` (seconds; a
+ * healthy LNet peer answers in well under a millisecond on TCP, and without
+ * the option a ping waits 1 s up to 2.15 but 180 s from 2.16, which no round
+ * should wait for); a ping still running 15 s after it started is hung (past
+ * its timeout lnet_ping still waits for the unlink, api-ni.c); a read waits
+ * 3 s at most (the usual command deadline) and reports the rest next time; 32 pings start
  * per read and 64 may be outstanding (hung included), so a node with every
  * server gone keeps 64 processes at worst.
  */
@@ -219,11 +220,13 @@ function lustreListing(name: string, { ctx, cmd, d }: BuiltinContext, param: "im
 const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => SourceDef | undefined>> = {
   "lnetctl.net_show": (name, { ctx, cmd }) => commandSource({ name, argv: ["lnetctl", "net", "show"], label: "lnetctl net show", ...cmd }, ctx.room),
   "lctl.list_nids": (name, { ctx, cmd }) => commandSource({ name, argv: ["lctl", "list_nids"], label: "lctl list_nids", ...cmd }, ctx.room),
+  // --timeout as the server pings have it: without it 2.16+ wait 180 s in the kernel
+  // (uninterruptibly: the kill at the deadline does not end the process), 2.12–2.15 1 s.
   "lnetctl.ping": (name, { ctx, d }) =>
     commandSource(
       {
         name,
-        argv: ["lnetctl", "ping", NID_PARAM("lnet.selfNid")],
+        argv: ["lnetctl", "ping", `--timeout=${SERVER_PING_DEFAULTS.timeoutSeconds}`, NID_PARAM("lnet.selfNid")],
         label: "lnetctl ping",
         timeoutMs: d.pingTimeoutMs,
         ttlMs: d.pingTtlMs,

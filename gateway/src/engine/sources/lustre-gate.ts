@@ -13,6 +13,16 @@
 // `exitCode` null and `error` "not run: <why>", so a check reaches the
 // verdict it reaches on a real run ("no Lustre file system is mounted").
 //
+// Nor an LNet ping of the peers a check names (`lnet.peer_pings`, e.g.
+// lnet-self-ping's `peers:`) before LNet is configured: with the `lnet`
+// module not loaded, or `lnetctl net show` answering an error document or
+// only `lo`, a ping can only fail here (ENETDOWN), and on an
+// `lnetConfiguredAt: mount` node that is every minute until the first mount.
+// The test is the one plugins/sdk/phase.ts lnetPhase makes, on the same two
+// sources, so the check that reads the pings and the gate agree; what cannot
+// be told (an unreadable module list, a net show that timed out) lets the
+// pings run.
+//
 // `health_check` is the exception with a module loaded: an LBUG wedges the
 // client until reboot whether or not anything is mounted (and a wedged client
 // may never finish the next mount), so it is read while nothing is mounted
@@ -22,9 +32,9 @@
 import { KEEP_MAX_AGE_MS, type KeepWhile } from "./keep-while.js";
 import type { Produced, SourceDef } from "./definitions.js";
 
-type Read = Pick<Produced, "ok" | "truncated" | "stdout">;
+type Read = Pick<Produced, "ok" | "truncated" | "stdout" | "stderr">;
 /** Reads another source of the same catalog (cached and shared like any read). */
-export type CatalogRead = (name: "proc.mounts" | "proc.modules") => Promise<Read>;
+export type CatalogRead = (name: "proc.mounts" | "proc.modules" | "lnetctl.net_show") => Promise<Read>;
 
 /** A mounts table (`/proc/<pid>/mounts` format) lists a file system of type `lustre`; undefined when it cannot be told. */
 export function lustreMounted(r: Read): boolean | undefined {
@@ -51,6 +61,24 @@ async function whyNoLustre(read: CatalogRead, paths: Paths, mountsToo: boolean):
 export function getParamNotRun(params: readonly string[], why: string): Produced {
   const stderr = params.map((p) => `error: get_param: param_path '${p.replaceAll(".", "/")}': No such file or directory\n`).join("");
   return { ok: false, exitCode: null, stdout: "", stderr, error: `not run: ${why}`, truncated: false, outcome: "skipped" };
+}
+
+/** A `net show` listing a net other than `lo` (`net type: tcp`, quoted or not). */
+function listsRemoteNet(text: string): boolean {
+  for (const m of text.matchAll(/^\s*(?:-\s*)?net type:\s*"?([^"\s]+)"?\s*$/gm)) if (m[1] !== "lo") return true;
+  return false;
+}
+
+/** Why LNet cannot answer a ping yet (as lnetPhase tells "not yet configured"), or undefined: configured, or it cannot be told. */
+async function whyLnetUnconfigured(read: CatalogRead, paths: Paths): Promise<string | undefined> {
+  const mod = await read("proc.modules");
+  if (!mod.ok || mod.truncated) return undefined;
+  if (!mod.stdout.split("\n").some((l) => l.startsWith("lnet "))) return `LNet is not configured: the lnet module is not loaded (${paths.modules})`;
+  const ns = await read("lnetctl.net_show");
+  if (ns.truncated || listsRemoteNet(ns.stdout)) return undefined;
+  const errno = /^\s*errno:\s*-?[0-9]+\s*$/m;
+  if (errno.test(ns.stdout) || errno.test(ns.stderr)) return "LNet is not configured: lnetctl net show answers an error document";
+  return ns.ok ? "LNet is not configured: lnetctl net show lists no non-loopback net" : undefined;
 }
 
 function notRun(why: string): Produced {
@@ -114,6 +142,8 @@ export function gateLustreSources(defs: SourceDef[], read: CatalogRead): SourceD
       // Peers of a client are its servers: none to judge while nothing Lustre is mounted.
       case "lnetctl.peer_show_health":
         return gated(d, () => whyNoLustre(read, paths, true), notRun);
+      case "lnet.peer_pings":
+        return gated(d, () => whyLnetUnconfigured(read, paths), notRun);
       case "lustre.health_check": {
         const params = paramsOf(d);
         return { ...gated(d, () => whyNoLustre(read, paths, false), (w) => getParamNotRun(params, w)), keepWhile: whileNothingMounted(read, paths) };

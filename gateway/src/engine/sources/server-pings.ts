@@ -1,8 +1,9 @@
 // The lnet.server_pings source: LNet-level pings (`lnetctl ping`) of the
 // servers this node's Lustre file systems use (server-nids.ts), answered from
 // memory. The cost is bounded whatever the node looks like:
-// - a NID is pinged at most once per interval (its last answer, good or bad,
-//   is what every read until then reports);
+// - a NID is pinged at most once per interval, less a tenth of it up to 2 s
+//   so that reads at the same cadence do not skip every other one (its last
+//   answer, good or bad, is what every read until then reports);
 // - at most one ping per NID is ever outstanding (exec/one-per-key.ts): a
 //   ping still running past its bound is reported `hung` and kept, never
 //   started again beside itself, and a cap on all outstanding pings (hung
@@ -39,7 +40,13 @@ export type PingResult =
 export interface ServerPingSettings {
   /** A NID is pinged again only this long after its last ping started. */
   intervalMs: number;
-  /** `lnetctl ping --timeout`, seconds. */
+  /**
+   * `lnetctl ping --timeout=S`: whole seconds (jt_ping: `1000 * atol(optarg)`
+   * ms). 2 to 179 only: the kernel takes 0 (and anything from 180 s) as its
+   * 180 s DEFAULT_PEER_TIMEOUT, and from 2.16 the netlink path does not even
+   * send 1 s, lnetctl's own default (yaml_lnet_ping: `timeout != 1000`), so
+   * the kernel waits 180 s then too.
+   */
   timeoutSeconds: number;
   /** Past this a ping still running is reported hung (and kept). */
   boundMs: number;
@@ -60,17 +67,38 @@ export interface ServerPingerOptions extends ServerPingSettings {
   onChange?: (outstanding: number) => void;
 }
 
-/** errnos lnetctl reports when the peer did not answer (the path or the peer is down), as opposed to LNet itself failing here. */
-const PEER_DOWN_ERRNOS = new Set([5, 103, 104, 111, 112, 113]);
+/**
+ * errnos of a ping the peer did not answer (the path or the peer is down), as
+ * opposed to LNet itself failing here (100 ENETDOWN: LNet not up on this node).
+ * lnet_ping() (lnet/lnet/api-ni.c) turns a ping with no reply into -EIO in
+ * 2.12–2.15 whatever the cause; 2.16+ keep the send's status when there is one
+ * (-ETIMEDOUT for an MD unlinked at the ping's timeout, lib-msg.c
+ * lnet_msg_detach_md; the error a failed send ended with) and say -EIO
+ * otherwise.
+ */
+const PEER_DOWN_ERRNOS = new Set([5, 101, 103, 104, 111, 112, 113]);
 const ETIMEDOUT = 110;
-const PEER_DOWN_TEXTS: ReadonlyArray<[string, number]> = [
+/**
+ * strerror() texts lnetctl puts in `descr` ("failed to ping NID: TEXT"). Up to
+ * 2.15 (and 2.16+ without the netlink family) the `errno:` line is lnetctl's
+ * own LUSTRE_CFG_RC_BAD_PARAM, -1, for every failed ping
+ * (liblnetconfig.c infra_ping_nid), so the cause is only in this text.
+ */
+const ERRNO_TEXTS: ReadonlyArray<[string, number]> = [
   ["Input/output error", 5],
-  ["No route to host", 113],
-  ["Connection refused", 111],
+  ["No such device", 19],
+  ["Network is down", 100],
+  ["Network is unreachable", 101],
+  ["Software caused connection abort", 103],
   ["Connection reset by peer", 104],
+  ["Connection timed out", ETIMEDOUT],
+  ["Connection refused", 111],
   ["Host is down", 112],
+  ["No route to host", 113],
 ];
 const OUTPUT_CAP = 64 * 1024;
+/** A NID's next ping is due this much before its interval is over (at most a tenth of it). */
+const DUE_EARLY_MAX_MS = 2_000;
 /** NIDs whose last answer is remembered; past it the oldest go (a node has far fewer servers). */
 const MAX_REMEMBERED = 4096;
 
@@ -87,6 +115,9 @@ export class ServerPinger {
   private readonly now: () => number;
 
   constructor(private readonly opts: ServerPingerOptions) {
+    if (!Number.isInteger(opts.timeoutSeconds) || opts.timeoutSeconds < 2 || opts.timeoutSeconds > 179) {
+      throw new RangeError(`lnetctl ping --timeout must be whole seconds from 2 to 179 (0, 1 and 180+ mean 180 s to LNet), not ${opts.timeoutSeconds}`);
+    }
     this.now = opts.now ?? (() => performance.now());
     this.pings = new OnePerKey<PingResult>({ maxOutstanding: opts.maxOutstanding, ...(opts.onChange ? { onChange: opts.onChange } : {}) });
   }
@@ -121,7 +152,12 @@ export class ServerPinger {
     const last = this.answers.get(nid);
     const now = this.now();
     const running = this.pings.has(nid);
-    if (!running && last && now - last.startedAt < this.opts.intervalMs) return last.result;
+    // Due a little early: at the defaults the storage round comes every 30 s
+    // too, and a round starting a few ms sooner after the last ping than that
+    // one did after its own round would otherwise wait for the next round
+    // (measured: 17 of 20 pings a minute, bench/server-ping-cost.ts).
+    const early = Math.min(DUE_EARLY_MAX_MS, this.opts.intervalMs / 10);
+    if (!running && last && now - last.startedAt < this.opts.intervalMs - early) return last.result;
     if (!running) {
       if (budget.left <= 0) return last?.result ?? { kind: "pending" };
       budget.left--;
@@ -178,26 +214,48 @@ export class ServerPinger {
 }
 
 /**
- * A finished `lnetctl ping`: ok when the reply names the NID (as primary NID
- * or one of the peer's NIs; case-insensitive), the error document's errno
- * otherwise (on stdout or stderr, by version), else a garbled answer (EBADMSG).
+ * A NID as lnetctl prints it back (libcfs_nid2str): lower case, and a net
+ * numbered 0 without its number (`10.1.0.4@tcp0` is printed `10.1.0.4@tcp`,
+ * `@o2ib0` `@o2ib`), so that a mount source's spelling still matches the reply.
+ */
+export function canonicalNid(nid: string): string {
+  const s = nid.toLowerCase();
+  const at = s.lastIndexOf("@");
+  if (at < 0) return s;
+  const net = s.slice(at + 1);
+  return /[a-z]0$/.test(net) ? `${s.slice(0, at + 1)}${net.slice(0, -1)}` : s;
+}
+
+/**
+ * A finished `lnetctl ping --timeout=S NID` (lnetctl.c jt_ping, 2.12–2.17):
+ * - an answer: exit 0 and a `ping:` list whose item names the peer's `primary
+ *   nid` and its NIs (`peer ni:` up to 2.15, `peer_ni:` from the 2.16 netlink
+ *   path) — ok when one of them is the NID pinged (canonicalNid);
+ * - no answer: exit 255 (jt_ping returns -1) and an error document `manage:`
+ *   → `- ping:` → `errno:`/`descr:`, on stderr up to 2.15 (errno -1, the
+ *   cause in descr's strerror text) and on stdout from 2.16 (the kernel's
+ *   errno); read on either stream;
+ * - anything else is a garbled answer (EBADMSG), never ok — an lnetctl that
+ *   does not know `--timeout` returns 0 having printed nothing (jt_ping's
+ *   getopt default case).
  */
 export function interpretPing(nid: string, r: CommandResult, ms: number): PingResult {
   const text = `${r.stdout}\n${r.stderr}`;
   const errno = /^\s*errno:\s*(-?[0-9]+)\s*$/m.exec(text);
   if (errno) {
-    const n = Math.abs(Number(errno[1]));
+    const code = Math.abs(Number(errno[1]));
+    const cause = ERRNO_TEXTS.find(([t]) => text.includes(t))?.[1];
+    // errno -1 is lnetctl's own code, not an errno: the cause is descr's text.
+    const n = code === 1 && cause !== undefined ? cause : code;
     if (n === ETIMEDOUT) return { kind: "timeout" };
     if (PEER_DOWN_ERRNOS.has(n)) return { kind: "fail", errno: n };
-    // Some versions put -1 in errno and the cause in descr only.
-    const cause = PEER_DOWN_TEXTS.find(([t]) => text.includes(t));
-    return cause ? { kind: "fail", errno: cause[1] } : { kind: "error", code: `errno${n}` };
+    return { kind: "error", code: `errno${n}` };
   }
   const notRun = r.error === null ? null : /^(E[A-Z0-9]+): cannot run /.exec(r.error);
   if (r.exitCode === null && notRun) return { kind: "error", code: notRun[1]! };
   if (r.exitCode === 0 && !r.truncated && /^\s*ping:\s*$/m.test(r.stdout)) {
-    const want = nid.toLowerCase();
-    const named = [...r.stdout.matchAll(/^\s*-?\s*(?:primary nid|nid):\s*"?([^"\s]+)"?\s*$/gm)].map((m) => m[1]!.toLowerCase());
+    const want = canonicalNid(nid);
+    const named = [...r.stdout.matchAll(/^\s*-?\s*(?:primary nid|nid):\s*"?([^"\s]+)"?\s*$/gm)].map((m) => canonicalNid(m[1]!));
     if (named.includes(want)) return { kind: "ok", ms };
   }
   return { kind: "error", code: "EBADMSG" };
