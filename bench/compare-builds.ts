@@ -188,8 +188,8 @@ interface Sizes {
   settleMs: number;
 }
 
-const FULL: Sizes = { probes: 20_000, forwarded: 4_000, roundSeconds: 30, settleMs: 3_000 };
-const QUICK: Sizes = { probes: 4_000, forwarded: 800, roundSeconds: 10, settleMs: 2_000 };
+const FULL: Sizes = { probes: 10_000, forwarded: 2_000, roundSeconds: 25, settleMs: 3_000 };
+const QUICK: Sizes = { probes: 3_000, forwarded: 500, roundSeconds: 10, settleMs: 2_000 };
 
 const DRIVER_NAME = "bench.csi.probegate.io";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -311,11 +311,14 @@ async function measureBuild(build: Sample["build"], root: string, rep: number, z
   const launch: Launch = { root, env: PROBEGATE_NODE_ENV };
   const sample: Sample = { build, rep, values: {}, notes: [] };
   const part = async (name: string, run: () => Promise<Partial<Record<MetricKey, number>>>) => {
+    const t0 = performance.now();
     try {
       Object.assign(sample.values, await run());
     } catch (err) {
       sample.notes.push(`${build} rep ${rep}, ${name}: ${(err as Error).message.split("\n")[0]!.slice(0, 300)}`);
     }
+    // Progress, and what each part costs in wall time (sizes are chosen for ~6 minutes in all).
+    console.error(`${build} rep ${rep} ${name}: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   };
   for (const [name, volumes, run] of [
     ["probe", 0, probeAndStart],
