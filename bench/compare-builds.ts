@@ -188,7 +188,7 @@ interface Sizes {
   settleMs: number;
 }
 
-const FULL: Sizes = { probes: 10_000, forwarded: 2_000, roundSeconds: 25, settleMs: 3_000 };
+const FULL: Sizes = { probes: 8_000, forwarded: 1_500, roundSeconds: 20, settleMs: 3_000 };
 const QUICK: Sizes = { probes: 3_000, forwarded: 500, roundSeconds: 10, settleMs: 2_000 };
 
 const DRIVER_NAME = "bench.csi.probegate.io";
