@@ -2,7 +2,8 @@
 // Prometheus scrapes: the spawner only counts and knows its state; nothing here
 // is pushed into it. A gateway on the direct spawn forks itself for every
 // source command (1-3 ms of its CPU each), which otherwise only a log line says.
-import { Counter, Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { counter, gauge } from "./declare.js";
 
 /** What the metrics read from the spawner (CommandSpawner has it). */
 export interface SpawnerStatus {
@@ -31,27 +32,26 @@ export class CommandSpawnerMetrics {
 
   constructor(registry: Registry) {
     const self = this;
-    new Counter({
-      name: "probegate_command_spawner_restarts_total",
-      help: "Command spawner processes started to replace one that died or stopped answering (killed as wedged).",
-      registers: [registry],
+    counter(registry, "probegate_command_spawner_restarts_total", "Command spawner processes started to replace one that died or stopped answering (killed as wedged).", [], {
       collect() {
         this.reset();
         this.inc(self.spawner?.restarts ?? 0);
       },
     });
-    new Gauge({
-      name: "probegate_command_spawner_state",
-      help: "1 for how source commands are started, 0 for the other states: active (by the command spawner), fallback (by a fork of the gateway each: the spawner is not built or kept failing), off (--command-spawner=off).",
-      labelNames: ["state"] as const,
-      registers: [registry],
-      collect() {
-        this.reset();
-        if (!self.attached) return;
-        const now = spawnerState(self.spawner);
-        for (const state of SPAWNER_STATES) this.set({ state }, state === now ? 1 : 0);
+    gauge(
+      registry,
+      "probegate_command_spawner_state",
+      "1 for how source commands are started, 0 for the other states: active (by the command spawner), fallback (by a fork of the gateway each: the spawner is not built or kept failing), off (--command-spawner=off).",
+      ["state"] as const,
+      {
+        collect() {
+          this.reset();
+          if (!self.attached) return;
+          const now = spawnerState(self.spawner);
+          for (const state of SPAWNER_STATES) this.set({ state }, state === now ? 1 : 0);
+        },
       },
-    });
+    );
   }
 
   /** The catalog's spawner, or undefined when commands are not started through one (off); before this, no state is shown. */

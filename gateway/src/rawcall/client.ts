@@ -1,10 +1,12 @@
 // The raw-call core's client: one unary gRPC call over a shared HTTP/2
 // session (probegate's own calls to the driver: Probe, GetPluginInfo, the
-// health RPCs, NodeGetCapabilities), read with the core's framing and statuses.
+// health RPCs, NodeGetCapabilities), read with the core's framing, reply cap
+// and statuses (reply.ts, shared with the relay).
 import { Code } from "@connectrpc/connect";
 import http2 from "node:http2";
 import { formatGrpcTimeout } from "../transport/grpc-timeout.js";
-import { decodeGrpcMessage, encodeFrame, GRPC_OK, singleMessage, statusForRstCode, statusOf } from "../transport/grpc-wire.js";
+import { decodeGrpcMessage, encodeFrame, GRPC_OK, statusOf } from "../transport/grpc-wire.js";
+import { closedWithoutStatus, REPLY_TOO_LARGE, replyBody } from "./reply.js";
 
 export type UnaryResult =
   | { kind: "reply"; status: number; message: string; body: Buffer | undefined }
@@ -46,7 +48,7 @@ export function unaryCall(conn: StreamOpener, path: string, request: Uint8Array,
       stream.close(http2.constants.NGHTTP2_CANCEL);
       settle({ kind: "unreachable", error: new Error(`no answer within ${timeoutMs} ms`) });
     }, timeoutMs);
-    const chunks: Buffer[] = [];
+    const body = replyBody();
     let status = Number.NaN;
     let message = "";
     stream.on("response", (h) => {
@@ -59,19 +61,20 @@ export function unaryCall(conn: StreamOpener, path: string, request: Uint8Array,
       status = statusOf(t);
       message = decodeGrpcMessage(t["grpc-message"] as string | undefined);
     });
-    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("data", (c: Buffer) => {
+      if (body.add(c)) return;
+      body.chunks = undefined;
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      settle({ kind: "reply", status: Code.ResourceExhausted, message: REPLY_TOO_LARGE, body: undefined });
+    });
     stream.on("error", (err) => settle({ kind: "unreachable", error: err }));
     stream.on("close", () => {
       if (Number.isNaN(status)) {
-        const code = statusForRstCode(stream.rstCode);
-        if (code === Code.Unavailable || stream.rstCode === undefined) {
-          settle({ kind: "unreachable", error: new Error("stream closed without a status") });
-        } else {
-          settle({ kind: "reply", status: code, message: `stream reset (HTTP/2 error ${stream.rstCode})`, body: undefined });
-        }
+        const closed = closedWithoutStatus(stream.rstCode);
+        settle(closed.reached ? { kind: "reply", status: closed.code, message: closed.detail, body: undefined } : { kind: "unreachable", error: new Error(closed.detail) });
         return;
       }
-      settle({ kind: "reply", status, message, body: status === GRPC_OK ? singleMessage(Buffer.concat(chunks)) : undefined });
+      settle({ kind: "reply", status, message, body: status === GRPC_OK ? body.message("identity") : undefined });
     });
     stream.end(encodeFrame(request));
   });

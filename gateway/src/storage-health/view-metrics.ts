@@ -4,7 +4,8 @@
 // checks report: statuses are the spec's few, file system names and reasons
 // are capped per process, and per-volume series exist only for volumes with an
 // adverse entry, capped too.
-import { Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { gauge } from "../observability/declare.js";
 import type { StorageHealthView, VolumeHealthStatus } from "./view.js";
 
 const onRegistry = new WeakMap<Registry, StorageHealthMetrics>();
@@ -52,62 +53,64 @@ export class StorageHealthMetrics {
   private readonly reasons = new LabelCap(REASON_LABEL_CAP);
 
   constructor(registry: Registry) {
-    const registers = [registry];
     const self = this;
-    new Gauge({
-      name: "probegate_storage_health",
-      help: "1 for each storage health entry this node reports (NodeGetStorageHealth): status STORAGE_DEGRADED or STORAGE_UNREACHABLE, its reason, and the file system (fs, \"\" when the check named none). No series: nothing adverse known.",
-      labelNames: ["status", "reason", "fs"] as const,
-      registers,
-      collect() {
-        this.reset();
-        for (const e of self.view?.storage() ?? []) {
-          this.set({ status: e.status, reason: self.reasons.value(e.reason), fs: e.fs ? self.fsNames.value(e.fs) : "" }, 1);
-        }
+    gauge(
+      registry,
+      "probegate_storage_health",
+      "1 for each storage health entry this node reports (NodeGetStorageHealth): status STORAGE_DEGRADED or STORAGE_UNREACHABLE, its reason, and the file system (fs, \"\" when the check named none). No series: nothing adverse known.",
+      ["status", "reason", "fs"] as const,
+      {
+        collect() {
+          this.reset();
+          for (const e of self.view?.storage() ?? []) {
+            this.set({ status: e.status, reason: self.reasons.value(e.reason), fs: e.fs ? self.fsNames.value(e.fs) : "" }, 1);
+          }
+        },
       },
-    });
-    new Gauge({
-      name: "probegate_volume_health",
-      help: "Volumes known on this node by health: HEALTHY (evaluated, no entry), UNKNOWN (not evaluated yet), or with at least one entry of status DEGRADED, INACCESSIBLE, DATA_LOSS (a volume may count in several).",
-      labelNames: ["status"] as const,
-      registers,
-      collect() {
-        const n = new Map<string, number>(VOLUME_STATES.map((s) => [s, 0]));
-        for (const v of self.view?.volumes() ?? []) {
-          if (v.entries === undefined) n.set("UNKNOWN", n.get("UNKNOWN")! + 1);
-          else if (v.entries.length === 0) n.set("HEALTHY", n.get("HEALTHY")! + 1);
-          else for (const s of new Set(v.entries.map((e) => e.status))) n.set(s, (n.get(s) ?? 0) + 1);
-        }
-        for (const [status, count] of n) this.set({ status }, count);
+    );
+    gauge(
+      registry,
+      "probegate_volume_health",
+      "Volumes known on this node by health: HEALTHY (evaluated, no entry), UNKNOWN (not evaluated yet), or with at least one entry of status DEGRADED, INACCESSIBLE, DATA_LOSS (a volume may count in several).",
+      ["status"] as const,
+      {
+        collect() {
+          const n = new Map<string, number>(VOLUME_STATES.map((s) => [s, 0]));
+          for (const v of self.view?.volumes() ?? []) {
+            if (v.entries === undefined) n.set("UNKNOWN", n.get("UNKNOWN")! + 1);
+            else if (v.entries.length === 0) n.set("HEALTHY", n.get("HEALTHY")! + 1);
+            else for (const s of new Set(v.entries.map((e) => e.status))) n.set(s, (n.get(s) ?? 0) + 1);
+          }
+          for (const [status, count] of n) this.set({ status }, count);
+        },
       },
-    });
-    new Gauge({
-      name: "probegate_volume_health_entries_dropped",
-      help: `Per-volume health entries not exported as probegate_volume_health_entries series (over ${VOLUME_SERIES_CAP}).`,
-      registers,
+    );
+    gauge(registry, "probegate_volume_health_entries_dropped", `Per-volume health entries not exported as probegate_volume_health_entries series (over ${VOLUME_SERIES_CAP}).`, [], {
       collect() {
         let total = 0;
         for (const v of self.view?.volumes() ?? []) total += v.entries?.length ?? 0;
         this.set(Math.max(0, total - VOLUME_SERIES_CAP));
       },
     });
-    new Gauge({
-      name: "probegate_volume_health_entries",
-      help: `1 for each adverse entry of a volume (NodeGetVolumeHealth): volume id, status, reason. At most ${VOLUME_SERIES_CAP} series; healthy volumes have none.`,
-      labelNames: ["volume", "status", "reason"] as const,
-      registers,
-      collect() {
-        this.reset();
-        let series = 0;
-        for (const v of self.view?.volumes() ?? []) {
-          for (const e of v.entries ?? []) {
-            if (series >= VOLUME_SERIES_CAP) return;
-            this.set({ volume: v.ref.volumeId.slice(0, 128), status: e.status, reason: self.reasons.value(e.reason) }, 1);
-            series++;
+    gauge(
+      registry,
+      "probegate_volume_health_entries",
+      `1 for each adverse entry of a volume (NodeGetVolumeHealth): volume id, status, reason. At most ${VOLUME_SERIES_CAP} series; healthy volumes have none.`,
+      ["volume", "status", "reason"] as const,
+      {
+        collect() {
+          this.reset();
+          let series = 0;
+          for (const v of self.view?.volumes() ?? []) {
+            for (const e of v.entries ?? []) {
+              if (series >= VOLUME_SERIES_CAP) return;
+              this.set({ volume: v.ref.volumeId.slice(0, 128), status: e.status, reason: self.reasons.value(e.reason) }, 1);
+              series++;
+            }
           }
-        }
+        },
       },
-    });
+    );
   }
 
   /** The view the gauges read from; before this, they show no entries and zero counts. */

@@ -130,10 +130,3 @@ export function encodeFrame(payload: Uint8Array): Buffer {
   out.set(payload, 5);
   return out;
 }
-
-/** The body's one uncompressed message when it holds exactly that, else undefined. */
-export function singleMessage(body: Buffer): Buffer | undefined {
-  if (body.length < 5 || body[0] !== 0) return undefined;
-  const len = body.readUInt32BE(1);
-  return body.length === 5 + len ? body.subarray(5) : undefined;
-}

@@ -5,9 +5,9 @@ import type { Logger } from "../observability/logger.js";
 import type { StreamRoute } from "../transport/stream-route.js";
 import { unavailableMessage, type UpstreamConnection } from "./connection.js";
 import { gatedPaths, notReadyReason } from "./gating.js";
-import { formatGrpcTimeout } from "../transport/grpc-timeout.js";
-import { encodeFrame, GRPC_OK, respondTrailersOnly, singleMessage, statusForRstCode, statusName, statusOf, statusTrailers } from "../transport/grpc-wire.js";
-import { budgetMs, callerTimeoutMs, isGrpcCall, RequestBody, requestEncoding, tooLargeMessage } from "../rawcall/request.js";
+import { GRPC_OK, statusName } from "../transport/grpc-wire.js";
+import { budgetMs, callerTimeoutMs, isGrpcCall } from "../rawcall/request.js";
+import { UnaryRelay, type RelayConfig } from "../rawcall/relay.js";
 import type { CallObserver } from "../rawcall/route.js";
 import type { StorageHealthView, VolumeRegistry } from "../storage-health/view.js";
 import type { UpstreamDriverHealth } from "./driver-health.js";
@@ -29,8 +29,6 @@ import type { UpstreamMetrics } from "./metrics.js";
 import { redactedJson } from "./redact.js";
 import type { UpstreamStatus } from "./status.js";
 import type { LegacyVolumeCondition } from "../storage-health/volume-condition.js";
-
-const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM } = http2.constants;
 
 export interface ProxyDeps {
   conn: UpstreamConnection;
@@ -55,12 +53,6 @@ export interface ProxyDeps {
   observe?: CallObserver;
 }
 
-/** Hop-by-hop and transport headers that must not cross the proxy. */
-const DROP_REQUEST = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host", "http2-settings", "grpc-timeout", "content-length"]);
-const DROP_RESPONSE = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]);
-
-/** Replies we buffer to rewrite stay small; CSI messages are tiny. */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 /**
  * Request copies (for the debug log and the volume check) are decoded only up
  * to this size: CSI requests name a volume and a few paths, and decoding is
@@ -69,24 +61,23 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
  */
 const MAX_DECODED_REQUEST_BYTES = 64 * 1024;
 
-function copyHeaders(src: http2.IncomingHttpHeaders, drop: Set<string>, keepStatus: boolean): http2.OutgoingHttpHeaders {
-  const out: http2.OutgoingHttpHeaders = {};
-  for (const key of Object.keys(src)) {
-    if (key.startsWith(":") ? !(keepStatus && key === ":status") : drop.has(key)) continue;
-    out[key] = src[key];
-  }
-  return out;
-}
-
 export function createProxyRoute(deps: ProxyDeps): StreamRoute {
   const gated = gatedPaths(deps.gates);
+  const relay: RelayConfig = {
+    opener: deps.conn,
+    logger: deps.logger,
+    maxRequestBytes: deps.maxRequestBytes,
+    limitName: " (--max-request-bytes)",
+    keepRequestBytes: MAX_DECODED_REQUEST_BYTES,
+    unavailable: (err) => unavailableMessage(deps.conn.display, err),
+  };
   return (stream, headers) => {
     const path = headers[":path"];
     // Only real gRPC (not gRPC-Web, not Connect) can be relayed frame for frame to a gRPC driver.
     if (typeof path !== "string" || !isForwardedPath(path) || !isGrpcCall(headers)) return false;
     // Until the driver has told us its name, probegate answers GetPluginInfo itself (from --driver-name).
     if (path === GET_PLUGIN_INFO_PATH && deps.status.upstreamDriverName === undefined) return false;
-    new ForwardedCall(deps, stream, headers, path, gated.has(path)).start();
+    new ForwardedCall(deps, relay, stream, headers, path, gated.has(path)).start();
     return true;
   };
 }
@@ -102,30 +93,28 @@ const TRACKED: Record<string, Track> = {
   [NODE_UNPUBLISH_PATH]: "unpublish",
 };
 
-/** One forwarded call: lives from the caller's stream arriving to its final status. */
-class ForwardedCall {
+/**
+ * One forwarded call's policy: gating, holding calls while the driver starts,
+ * which replies are rewritten and how, the volumes its requests tell of, the
+ * metrics, the debug log and the observer. The relaying itself is the core's.
+ */
+class ForwardedCall extends UnaryRelay {
   private readonly info: MethodInfo;
   private readonly t0 = process.hrtime.bigint();
-  private up: http2.ClientHttp2Stream | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private finished = false;
-  /** A status is on its way in trailers; later failures must not replace it. */
-  private ending = false;
-  /** The status to send when the caller's stream asks for trailers. */
-  private trailers: http2.OutgoingHttpHeaders | undefined;
   private readonly rewrite: Rewrite;
   private readonly track: Track;
-  /** The request's DATA frames, counted against --max-request-bytes; kept only when a debug log, a rewrite or an observer needs them. */
-  private body: RequestBody | undefined;
 
   constructor(
     private readonly deps: ProxyDeps,
-    private readonly stream: http2.ServerHttp2Stream,
-    private readonly headers: http2.IncomingHttpHeaders,
-    private readonly path: string,
+    relay: RelayConfig,
+    stream: http2.ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    path: string,
     private readonly gated: boolean,
   ) {
-    this.info = methodInfo(path);
+    const info = methodInfo(path);
+    super(relay, stream, headers, path, info.label);
+    this.info = info;
     const health = deps.health;
     this.track = health ? TRACKED[path] : undefined;
     // Capabilities are always looked at: they say which health RPCs the driver answers itself.
@@ -141,14 +130,7 @@ class ForwardedCall {
   start(): void {
     const { deps, stream } = this;
     deps.metrics.requests.inc({ method: this.info.label });
-    stream.on("error", (err) => deps.logger.debug({ err, method: this.info.label }, "caller stream error"));
-    // The caller went away (cancelled, deadline, connection lost): stop the upstream work too.
-    stream.once("close", () => {
-      if (!this.finished) {
-        this.up?.close(NGHTTP2_CANCEL);
-        this.finish(Code.Canceled);
-      }
-    });
+    this.watchCaller();
 
     if (this.gated) {
       const reason = notReadyReason(deps.readiness.snapshot());
@@ -177,153 +159,34 @@ class ForwardedCall {
           return;
         }
         // forward() pipes the stream, which resumes it.
-        this.forward(Math.max(1, timeoutMs - Math.round(performance.now() - t0)));
+        this.send(Math.max(1, timeoutMs - Math.round(performance.now() - t0)));
       });
       return;
     }
-    this.forward(timeoutMs);
+    this.send(timeoutMs);
   }
 
-  private forward(timeoutMs: number): void {
-    const { deps, stream } = this;
+  private send(timeoutMs: number): void {
+    // The request is kept only when a debug log, a rewrite, the registry or an observer reads it.
+    const keep = this.rewrite === "volume-stats" || this.track !== undefined || this.deps.observe !== undefined || this.deps.logger.isLevelEnabled("debug");
+    this.forward(timeoutMs, this.rewrite !== undefined, keep);
+  }
 
-    const out: http2.OutgoingHttpHeaders = {
-      ":method": "POST",
-      ":scheme": "http",
-      ":path": this.path,
-      ":authority": typeof this.headers[":authority"] === "string" ? this.headers[":authority"] : "localhost",
-      ...copyHeaders(this.headers, DROP_REQUEST, false),
-      "grpc-timeout": formatGrpcTimeout(timeoutMs),
-    };
-    // A reply we rewrite must arrive uncompressed.
-    if (this.rewrite) out["grpc-accept-encoding"] = "identity";
+  protected override requestRead(): void {
+    // CSI lets the CO ask for the health of a volume it only attempted to mount: remember on the attempt.
+    if (this.track === "stage" || this.track === "publish") this.rememberVolume(this.track);
+  }
 
-    let up: http2.ClientHttp2Stream;
-    try {
-      up = deps.conn.request(out);
-    } catch (err) {
-      this.fail(Code.Unavailable, unavailableMessage(deps.conn.display, err));
-      return;
+  protected override rewriteReply(message: Buffer): Uint8Array | undefined {
+    if (this.rewrite === "capabilities") return this.rewriteCapabilities(message);
+    const verdict = this.rememberedCondition();
+    if (!verdict) {
+      this.deps.metrics.volumeConditions.inc({ result: "skipped" });
+      return undefined;
     }
-    this.up = up;
-    this.timer = setTimeout(() => {
-      up.close(NGHTTP2_CANCEL);
-      this.fail(Code.DeadlineExceeded, `upstream did not answer within ${timeoutMs} ms`);
-    }, timeoutMs);
-
-    // CSI calls are unary: one message, so the body is one frame header and the message.
-    const body = (this.body = new RequestBody(deps.maxRequestBytes, MAX_DECODED_REQUEST_BYTES));
-    if (!(this.rewrite === "volume-stats" || this.track || deps.observe || deps.logger.isLevelEnabled("debug"))) body.chunks = undefined;
-    stream.on("data", (chunk: Buffer) => {
-      if (body.add(chunk)) return;
-      body.chunks = undefined;
-      stream.unpipe(up);
-      this.fail(Code.ResourceExhausted, tooLargeMessage(deps.maxRequestBytes, " (--max-request-bytes)"));
-      // The rest of the body is not wanted: RST_STREAM(NO_ERROR) after the status, as gRPC servers do.
-      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
-    });
-    stream.once("end", () => {
-      // CSI lets the CO ask for the health of a volume it only attempted to mount: remember on the attempt.
-      if (this.track === "stage" || this.track === "publish") this.rememberVolume(this.track);
-    });
-    stream.pipe(up);
-
-    up.once("response", (h, flags) => this.onResponse(up, h, flags));
-    up.once("trailers", (t) => {
-      if (!this.trailers) this.trailers = copyHeaders(t, DROP_RESPONSE, false);
-    });
-    up.on("error", (err) => {
-      deps.logger.debug({ err, method: this.info.label }, "upstream stream error");
-      this.fail(Code.Unavailable, unavailableMessage(deps.conn.display, err));
-    });
-    up.once("close", () => {
-      // Normal completion: trailers arrived (or the call already ended).
-      if (this.finished || this.trailers) return;
-      // Reset without a status: map it like a gRPC client would.
-      const code = statusForRstCode(up.rstCode);
-      this.fail(code, code === Code.Unavailable ? unavailableMessage(deps.conn.display, new Error("stream refused")) : `upstream reset the stream (HTTP/2 error ${up.rstCode})`);
-    });
-  }
-
-  private onResponse(up: http2.ClientHttp2Stream, h: http2.IncomingHttpHeaders, flags: number): void {
-    if (this.finished) return;
-    const headers = copyHeaders(h, DROP_RESPONSE, true);
-    if (flags & NGHTTP2_FLAG_END_STREAM) {
-      // Trailers-only reply (how gRPC sends most errors): relay in one HEADERS frame.
-      this.stream.respond(headers, { endStream: true });
-      this.finish(statusOf(h));
-      return;
-    }
-    if (this.rewrite) {
-      this.bufferAndRewrite(up, headers);
-      return;
-    }
-    this.respondStreaming(headers);
-    up.pipe(this.stream);
-  }
-
-  private respondStreaming(headers: http2.OutgoingHttpHeaders): void {
-    const { stream } = this;
-    stream.respond(headers, { waitForTrailers: true });
-    stream.once("wantTrailers", () => {
-      const t = this.trailers ?? statusTrailers(Code.Internal, "upstream ended the call without a status");
-      stream.sendTrailers(t);
-      this.finish(Number(t["grpc-status"]));
-    });
-  }
-
-  private bufferAndRewrite(up: http2.ClientHttp2Stream, headers: http2.OutgoingHttpHeaders): void {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let passthrough = false;
-    const onData = (c: Buffer) => {
-      size += c.length;
-      chunks.push(c);
-      if (size > MAX_BUFFERED_BYTES) {
-        // Too big to be a CSI reply we understand: relay it untouched.
-        passthrough = true;
-        up.removeListener("data", onData);
-        up.removeListener("end", onEnd);
-        this.respondStreaming(headers);
-        for (const b of chunks) this.stream.write(b);
-        up.pipe(this.stream);
-      }
-    };
-    const onEnd = () => {
-      if (passthrough || this.finished) return;
-      void this.sendRewritten(headers, Buffer.concat(chunks));
-    };
-    up.on("data", onData);
-    up.once("end", onEnd);
-  }
-
-  private async sendRewritten(headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<void> {
-    let out: Uint8Array = body;
-    const ok = statusOf(this.trailers as http2.IncomingHttpHeaders) === GRPC_OK;
-    const message = ok ? singleMessage(body) : undefined;
-    if (message) {
-      try {
-        if (this.rewrite === "capabilities") {
-          out = encodeFrame(this.rewriteCapabilities(message));
-        } else {
-          const verdict = this.rememberedCondition();
-          if (verdict) {
-            const r = withVolumeCondition(message, verdict);
-            this.deps.metrics.volumeConditions.inc({ result: r.outcome });
-            out = encodeFrame(r.bytes);
-          } else {
-            this.deps.metrics.volumeConditions.inc({ result: "skipped" });
-          }
-        }
-      } catch (err) {
-        this.deps.logger.warn({ err, method: this.info.label }, "could not rewrite upstream reply; relaying it unchanged");
-        out = body;
-      }
-    }
-    if (this.finished || this.stream.destroyed) return;
-    delete headers["content-length"];
-    this.respondStreaming(headers);
-    this.stream.end(out);
+    const r = withVolumeCondition(message, verdict);
+    this.deps.metrics.volumeConditions.inc({ result: r.outcome });
+    return r.bytes;
   }
 
   private rewriteCapabilities(message: Uint8Array): Uint8Array {
@@ -332,11 +195,6 @@ class ForwardedCall {
     const r = withHealthCapabilities(message, { volumeCondition: volume, volumeHealth: volume, storageHealth: view.hasStorageChecks() });
     this.deps.driverHealth?.observe(r.driver);
     return r.bytes;
-  }
-
-  /** The request message, when it was kept and is one (gzip inflated within the decode cap). */
-  private requestMessage(): Buffer | undefined {
-    return this.body?.message(requestEncoding(this.headers) ?? "identity");
   }
 
   private rememberVolume(kind: "stage" | "publish"): void {
@@ -394,29 +252,7 @@ class ForwardedCall {
     return undefined;
   }
 
-  /** Ends the call with a status, however far the reply has got. */
-  private fail(code: Code, message: string): void {
-    if (this.finished || this.ending) return;
-    const { stream } = this;
-    if (this.up) {
-      this.up.unpipe(stream);
-      if (!this.up.closed) this.up.close(NGHTTP2_CANCEL);
-    }
-    if (!stream.headersSent) {
-      respondTrailersOnly(stream, code, message);
-      this.finish(code);
-      return;
-    }
-    // Headers are out and respondStreaming waits for trailers: they carry the status.
-    this.ending = true;
-    this.trailers = statusTrailers(code, message);
-    if (!stream.writableEnded) stream.end();
-  }
-
-  private finish(code: number): void {
-    if (this.finished) return;
-    this.finished = true;
-    clearTimeout(this.timer);
+  protected ended(code: number): void {
     const { deps, info } = this;
     const seconds = Number(process.hrtime.bigint() - this.t0) / 1e9;
     const codeName = Number.isNaN(code) ? "UNKNOWN" : statusName(code);
