@@ -91,10 +91,42 @@ describe("short soak", () => {
       expect(stuck.cleared, JSON.stringify(stuck)).toBeGreaterThan(0);
       expect(stuck.steps["-f"] ?? 0, JSON.stringify(stuck)).toBeGreaterThan(0);
       expect(inv["stuck-unmount"], JSON.stringify(stuck.violations)).toBe(0);
+      // An OSS lost at the LNet level with its imports FULL (issue 42), and back: the oracle judged it.
+      expect(r.faults["lustre-server-lost"] ?? 0, "a server-lost state").toBeGreaterThan(0);
       // The report's three forms were written.
       for (const ext of ["json", "md", "svg"]) expect(fs.existsSync(path.join(out, `short-latest.${ext}`))).toBe(true);
       expect(fs.readFileSync(path.join(out, "short-latest.svg"), "utf8")).toContain("<polyline");
     },
     240_000,
+  );
+
+  it(
+    "--unstick off: stuck unmounts are reported and cleared when they end by themselves, and probegate runs no unmount step",
+    async () => {
+      const { code, stderr } = await runSoak([
+        "--duration=35s",
+        `--out=${out}`,
+        "--name=short-unstick-off",
+        "--seed=7",
+        "--check-interval=1s",
+        "--unstick=off",
+        "--stuck-every=8s",
+        "--fuzz=off",
+        "--kube=off",
+        "--rate=0.5",
+      ]);
+      expect([0, 1], stderr).toContain(code);
+      const r = JSON.parse(fs.readFileSync(path.join(out, "short-unstick-off-latest.json"), "utf8")) as SoakReport;
+      const inv = Object.fromEntries(r.invariants.map((i) => [i.id, i.count]));
+      const stuck = r.stuck!;
+      expect(stuck.unstick).toBe(false);
+      expect(r.faults["stuck-unmount"] ?? 0, "stuck-unmount episodes").toBeGreaterThan(0);
+      expect(stuck.reported, JSON.stringify(stuck)).toBeGreaterThan(0);
+      expect(stuck.cleared, JSON.stringify(stuck)).toBeGreaterThan(0);
+      expect(Object.values(stuck.steps).reduce((a, n) => a + n, 0), JSON.stringify(stuck)).toBe(0);
+      expect(inv["stuck-unmount"], JSON.stringify(stuck.violations)).toBe(0);
+      for (const k of ["lost", "broken", "crash", "unhandled"]) expect(inv[k], r.markdown).toBe(0);
+    },
+    120_000,
   );
 });

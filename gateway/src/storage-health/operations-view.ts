@@ -21,7 +21,7 @@ import {
   type OperationTransition,
 } from "./operations.js";
 import { unstickCounter } from "./unstick.js";
-import { describeProcess, findUnmounting, MAX_PROCESSES_READ, type UnmountingProcess } from "./unmounting-process.js";
+import { UnmountingWatch } from "./unmounting-process.js";
 import type { HealthChange, StorageHealthEntry, StorageHealthView, VolumeHealthEntry, VolumeRegistry } from "./view.js";
 
 export const OPERATIONS_CHECK = "volume-operations";
@@ -54,15 +54,7 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     for (const fn of listeners) fn(c);
   };
   const stuckSince = (op: Operation) => new Date(op.firstAt + table.stuckAfterMs).toISOString();
-  // What the last procfs scan showed about the stuck paths (undefined: no scan since something got stuck).
-  let unmounting: { found: Map<string, UnmountingProcess>; capped: boolean } | undefined;
-  let scanning = false;
-  const processPart = (op: Operation, at: number): string => {
-    if (!opts.procfs || !unmounting) return "";
-    const p = unmounting.found.get(op.path);
-    if (p) return `; the unmounting process: ${describeProcess(p, at)}`;
-    return `; no process naming the path seen ${unmounting.capped ? `among the first ${MAX_PROCESSES_READ} ` : ""}under ${opts.procfs}`;
-  };
+  const unmounting = new UnmountingWatch(opts.procfs, now);
 
   const volumeEntries = (volumeId: string, theirs: readonly VolumeHealthEntry[] | undefined): VolumeHealthEntry[] => {
     const at = now();
@@ -73,7 +65,7 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
       const reason = STUCK_REASON[op.method];
       if (seen.has(reason)) continue;
       seen.add(reason);
-      const message = `${describeOperation(op, at)}${processPart(op, at)}; the node shows: ${shows || "nothing adverse about this volume"}`;
+      const message = `${describeOperation(op, at)}${unmounting.part(op.path, at)}; the node shows: ${shows || "nothing adverse about this volume"}`;
       out.push({ status: "INACCESSIBLE", reason, message: oneLine(message, MESSAGE_MAX), check: OPERATIONS_CHECK, since: stuckSince(op) });
     }
     return out;
@@ -139,27 +131,13 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
     // The messages say "for how long": rebuild the cached answers of what is stuck.
     const stuck = table.stuck();
     if (stuck.length) notify({ storage: true, volumes: [...new Set(stuck.map((op) => op.volumeId))] });
-    scanUnmounting(stuck);
+    unmounting.scan(
+      stuck.map((op) => op.path),
+      () => table.stuck().length > 0,
+      () => notify({ storage: false, volumes: [...new Set(table.stuck().map((op) => op.volumeId))] }),
+    );
   }, tickMs);
   timer.unref();
-
-  /** At most one procfs scan in flight, and none while nothing is stuck: the report says what it found once it is done. */
-  function scanUnmounting(stuck: readonly Operation[]): void {
-    if (stuck.length === 0) {
-      unmounting = undefined;
-      return;
-    }
-    if (!opts.procfs || scanning) return;
-    scanning = true;
-    void findUnmounting(opts.procfs, [...new Set(stuck.map((op) => op.path))], { now })
-      .then((r) => {
-        if (table.stuck().length === 0) return;
-        unmounting = { found: r.found, capped: r.read >= MAX_PROCESSES_READ };
-        notify({ storage: false, volumes: [...new Set(table.stuck().map((op) => op.volumeId))] });
-      })
-      .catch(() => undefined)
-      .finally(() => (scanning = false));
-  }
 
   if (opts.metrics) operationMetrics(opts.metrics, table, now);
 

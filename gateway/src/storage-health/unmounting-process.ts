@@ -125,3 +125,44 @@ async function readUptime(procfs: string): Promise<number | undefined> {
   const secs = r.ok ? Number.parseFloat(r.text.split(" ")[0] ?? "") : Number.NaN;
   return Number.isFinite(secs) && secs >= 0 ? secs : undefined;
 }
+
+/**
+ * What the last scan showed about the stuck paths, for their reports. At most
+ * one scan in flight; none while nothing is stuck (what was found is dropped
+ * then, so a later episode starts from a fresh scan).
+ */
+export class UnmountingWatch {
+  private last: { found: Map<string, UnmountingProcess>; capped: boolean } | undefined;
+  private scanning = false;
+
+  constructor(
+    private readonly procfs: string | undefined,
+    private readonly now: () => number,
+  ) {}
+
+  /** The message's words about the process unmounting `path`: "" without procfs or before the first scan. */
+  part(path: string, at: number): string {
+    if (!this.procfs || !this.last) return "";
+    const p = this.last.found.get(path);
+    if (p) return `; the unmounting process: ${describeProcess(p, at)}`;
+    return `; no process naming the path seen ${this.last.capped ? `among the first ${MAX_PROCESSES_READ} ` : ""}under ${this.procfs}`;
+  }
+
+  /** Looks for the processes unmounting `paths`; `landed` is told once a scan is in and something is still stuck. */
+  scan(paths: readonly string[], stillStuck: () => boolean, landed: () => void): void {
+    if (paths.length === 0) {
+      this.last = undefined;
+      return;
+    }
+    if (!this.procfs || this.scanning) return;
+    this.scanning = true;
+    void findUnmounting(this.procfs, [...new Set(paths)], { now: this.now })
+      .then((r) => {
+        if (!stillStuck()) return;
+        this.last = { found: r.found, capped: r.read >= MAX_PROCESSES_READ };
+        landed();
+      })
+      .catch(() => undefined)
+      .finally(() => (this.scanning = false));
+  }
+}
