@@ -2,7 +2,8 @@
 // their latency by result (a bounded set) and how many are outstanding (hung
 // ones included). Registered once per registry.
 
-import { Gauge, Histogram, type Registry } from "prom-client";
+import type { Gauge, Histogram, Registry } from "prom-client";
+import { gauge, histogram } from "./declare.js";
 
 export interface ServerPingMetrics {
   /** result: ok | timeout | fail | error (hung pings are counted when they end). */
@@ -16,18 +17,14 @@ export function serverPingMetrics(registry: Registry): ServerPingMetrics {
   let m = made.get(registry);
   if (m) return m;
   m = {
-    pings: new Histogram({
-      name: "probegate_lnet_server_ping_duration_seconds",
-      help: "LNet pings (lnetctl ping) of the Lustre servers this node's file systems use, by result, and how long each took.",
-      labelNames: ["result"] as const,
-      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15],
-      registers: [registry],
-    }),
-    outstanding: new Gauge({
-      name: "probegate_lnet_server_pings_outstanding",
-      help: "Server pings running now, hung ones included (at most one per NID).",
-      registers: [registry],
-    }),
+    pings: histogram(
+      registry,
+      "probegate_lnet_server_ping_duration_seconds",
+      "LNet pings (lnetctl ping) of the Lustre servers this node's file systems use, by result, and how long each took.",
+      ["result"] as const,
+      [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15],
+    ),
+    outstanding: gauge(registry, "probegate_lnet_server_pings_outstanding", "Server pings running now, hung ones included (at most one per NID)."),
   };
   made.set(registry, m);
   return m;

@@ -6,7 +6,8 @@
 // stuck, its timer also looks in procfs for the process unmounting each stuck
 // path (unmounting-process.ts), so the message can say what the node shows.
 
-import { Gauge } from "prom-client";
+import type { Gauge } from "prom-client";
+import { gauge as declareGauge } from "../observability/declare.js";
 import type { Metrics } from "../observability/metrics.js";
 import { oneLine } from "../support/one-line.js";
 import { MESSAGE_MAX } from "./entries.js";
@@ -154,7 +155,6 @@ export function trackOperations(opts: TrackOptions): TrackedOperations {
  * (node mode sees no operations: they read 0), so one dashboard fits all.
  */
 export function operationMetrics(m: Metrics, table: OperationTable, now: () => number = Date.now): void {
-  const registers = [m.registry];
   unstickCounter(m);
   const byMethod = (stuckOnly: boolean) => {
     const counts = new Map<string, number>(OPERATION_METHODS.map((x) => [x, 0]));
@@ -162,7 +162,7 @@ export function operationMetrics(m: Metrics, table: OperationTable, now: () => n
     return counts;
   };
   const gauge = (name: string, help: string, collect: (g: Gauge<"method">) => void, labelNames: readonly "method"[] = []) => {
-    if (!m.registry.getSingleMetric(name)) new Gauge({ name, help, labelNames, registers, collect() { collect(this); } });
+    if (!m.registry.getSingleMetric(name)) declareGauge(m.registry, name, help, labelNames, { collect() { collect(this); } });
   };
   gauge("probegate_volume_operations_pending", "Forwarded volume operations (gateway mode) whose attempts have not succeeded yet, by method.", (g) => {
     for (const [method, n] of byMethod(false)) g.set({ method }, n);

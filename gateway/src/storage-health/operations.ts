@@ -16,6 +16,8 @@ import {
   NodeUnpublishVolumeRequestSchema,
   NodeUnstageVolumeRequestSchema,
 } from "../../gen/csi/v1/csi_pb.js";
+import { Code } from "@connectrpc/connect";
+import { knownStatusName } from "../support/grpc-status.js";
 import { volumeRefProblem } from "./registry.js";
 
 /**
@@ -65,14 +67,6 @@ function target(method: OperationMethod, request: Uint8Array): { volumeId: strin
   const r = fromBinary(schema as DescMessage, request, READ) as unknown as Record<string, string>;
   return { volumeId: r.volumeId ?? "", path: r[field] ?? "" };
 }
-
-const GRPC_NAMES = [
-  "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
-];
-const ABORTED = 10;
-const DEADLINE_EXCEEDED = 4;
-const CANCELLED = 1;
 
 export interface Operation {
   method: OperationMethod;
@@ -153,8 +147,8 @@ export class OperationTable {
       this.ops.set(key, op);
     }
     op.attempts++;
-    if (call.status === ABORTED || call.status === DEADLINE_EXCEEDED || call.status === CANCELLED) op.refusedOrTimedOut++;
-    op.last = GRPC_NAMES[call.status] ?? "UNKNOWN";
+    if (call.status === Code.Aborted || call.status === Code.DeadlineExceeded || call.status === Code.Canceled) op.refusedOrTimedOut++;
+    op.last = knownStatusName(call.status) ?? "UNKNOWN";
   }
 
   /** Drops every operation on that volume and path (an attempt succeeded, or the volume was forgotten). */

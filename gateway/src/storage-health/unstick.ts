@@ -10,7 +10,8 @@
 // --unstick-after. It never answers for the driver: the kubelet's next retry
 // goes through the driver as usual, and succeeds once the path is gone.
 
-import { Counter } from "prom-client";
+import type { Counter } from "prom-client";
+import { counter } from "../observability/declare.js";
 import type { CommandResult } from "../exec/run-command.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
@@ -46,8 +47,6 @@ export interface UnstickerOptions {
   maxPathsPerWindow?: number;
   logger: Logger;
   metrics?: Metrics;
-  /** Told of every step and refusal (Events). */
-  onReport?(r: UnstickReport): void;
   tickMs?: number;
   now?: () => number;
 }
@@ -57,12 +56,7 @@ export function unstickCounter(m: Metrics): Counter<"step" | "outcome"> {
   const name = "probegate_unstick_steps_total";
   return (
     (m.registry.getSingleMetric(name) as Counter<"step" | "outcome"> | undefined) ??
-    new Counter({
-      name,
-      help: "Escalation steps on stuck unmounts (--unstick=unmount), by step (force, lazy, none for a refusal) and outcome.",
-      labelNames: ["step", "outcome"] as const,
-      registers: [m.registry],
-    })
+    counter(m.registry, name, "Escalation steps on stuck unmounts (--unstick=unmount), by step (force, lazy, none for a refusal) and outcome.", ["step", "outcome"] as const)
   );
 }
 
@@ -172,7 +166,7 @@ export class Unsticker {
     const line = { method: r.op.method, volumeId: r.op.volumeId.slice(0, 128), path: r.op.path, step: r.step ?? "none", outcome: r.outcome, detail: r.detail };
     if (r.outcome === "unmounted") this.opts.logger.warn(line, "stuck unmount ended by probegate");
     else this.opts.logger.warn(line, "stuck unmount escalation step");
-    for (const fn of [...(this.opts.onReport ? [this.opts.onReport] : []), ...this.listeners]) {
+    for (const fn of this.listeners) {
       try {
         fn(r);
       } catch {

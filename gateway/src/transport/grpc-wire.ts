@@ -5,35 +5,11 @@
 import { Code } from "@connectrpc/connect";
 import type http from "node:http";
 import http2 from "node:http2";
+export { statusName } from "../support/grpc-status.js";
 
 /** grpc-status 0: Connect's Code has no OK, since an OK call is no error. */
 export const GRPC_OK = 0;
 export type GrpcStatus = Code | typeof GRPC_OK;
-
-/** Canonical names by number, as metrics and logs show them (gRPC's spelling: CANCELLED). */
-const STATUS_NAMES = [
-  "OK",
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-] as const;
-
-export function statusName(code: number): string {
-  return STATUS_NAMES[code] ?? `CODE_${code}`;
-}
 
 /** Reads grpc-status from a header block; NaN when absent or malformed. */
 export function statusOf(headers: http2.IncomingHttpHeaders | undefined): number {
