@@ -209,8 +209,7 @@ class ForwardedCall extends UnaryRelay {
     }
   }
 
-  private forgetVolume(kind: "unstage" | "unpublish"): void {
-    const message = this.requestMessage();
+  private forgetVolume(kind: "unstage" | "unpublish", message: Buffer | undefined): void {
     if (!message || !this.deps.health) return;
     try {
       const released = releasedVolume(kind, message);
@@ -257,12 +256,14 @@ class ForwardedCall extends UnaryRelay {
     const seconds = Number(process.hrtime.bigint() - this.t0) / 1e9;
     const codeName = Number.isNaN(code) ? "UNKNOWN" : statusName(code);
     deps.metrics.duration.observe({ method: info.label }, seconds);
-    if (code === GRPC_OK && (this.track === "unstage" || this.track === "unpublish")) this.forgetVolume(this.track);
-    if (code !== GRPC_OK) deps.metrics.errors.inc({ method: info.label, code: codeName });
+    const forgets = code === GRPC_OK && (this.track === "unstage" || this.track === "unpublish") ? this.track : undefined;
     const observe = deps.observe;
     const debug = deps.logger.isLevelEnabled("debug");
+    // Unframed (and inflated) once for all who read it.
+    const message = forgets || observe || debug ? this.requestMessage() : undefined;
+    if (forgets) this.forgetVolume(forgets, message);
+    if (code !== GRPC_OK) deps.metrics.errors.inc({ method: info.label, code: codeName });
     if (!observe && !debug) return;
-    const message = this.requestMessage();
     observe?.({ path: this.path, request: message, status: code, durationMs: seconds * 1e3 });
     if (debug) {
       deps.logger.debug(
