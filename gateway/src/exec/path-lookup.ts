@@ -20,6 +20,27 @@ async function isExecutableFile(path: string): Promise<boolean> {
   }
 }
 
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where a bare name was last found, per PATH. A round starts the same few
+ * programs every time, and a search costs a stat and an access per PATH
+ * entry tried (~9 ms of a minute's main-thread CPU profile on the LNet node,
+ * docs/performance.md); a found one costs one access. The full search runs
+ * again when that fails, and at least every FOUND_TTL_MS, so a program
+ * installed earlier in PATH later is still picked up.
+ */
+const found = new Map<string, { path: string; at: number }>();
+const FOUND_TTL_MS = 60_000;
+const FOUND_MAX = 64;
+
 /**
  * `program` is a bare name (searched in PATH) or an absolute path.
  * Empty PATH entries are skipped: POSIX reads them as "current directory",
@@ -34,10 +55,18 @@ export async function resolveProgram(program: string, envPath: string | undefine
   if (program.length === 0 || program.includes("/")) {
     return { ok: false, error: `ENOENT: ${program} is neither a bare command name nor an absolute path` };
   }
+  const key = `${envPath ?? ""}\0${program}`;
+  const known = found.get(key);
+  if (known && Date.now() - known.at < FOUND_TTL_MS && (await isExecutable(known.path))) return { ok: true, path: known.path };
+  found.delete(key);
   for (const dir of (envPath ?? "").split(":")) {
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, program);
-    if (await isExecutableFile(candidate)) return { ok: true, path: candidate };
+    if (await isExecutableFile(candidate)) {
+      if (found.size >= FOUND_MAX) found.clear();
+      found.set(key, { path: candidate, at: Date.now() });
+      return { ok: true, path: candidate };
+    }
   }
   return { ok: false, error: notFoundError(program) };
 }

@@ -61,7 +61,8 @@ export class ProcessRoom {
 
   constructor(opts: ProcessRoomOptions) {
     this.place = new CommandPlace(opts);
-    this.env = opts.env;
+    // Frozen: the spawner encodes an environment once per object (spawner.ts).
+    this.env = Object.freeze({ ...opts.env });
     if (opts.spawner) {
       this.spawner = opts.spawner;
     } else if (opts.commandSpawner) {

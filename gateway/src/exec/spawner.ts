@@ -209,10 +209,10 @@ export class CommandSpawner {
    * then spawns it directly, which works, only at the cost of a fork.
    */
   submit(req: SpawnRequest): SpawnHandle | undefined {
-    const env = Object.entries(req.env).filter((e): e is [string, string] => e[1] !== undefined);
+    const env = encodedEnv(req.env);
     // C strings end at a NUL: such an argument would reach the command cut
     // short. Node's spawn refuses it with its own error, so it goes there.
-    if (hasNul(req.path) || req.argv.some(hasNul) || env.some(([k, v]) => hasNul(k) || hasNul(v))) return undefined;
+    if (env === undefined || hasNul(req.path) || req.argv.some(hasNul)) return undefined;
     const child = this.ensure();
     if (!child?.stdin) return undefined;
     const id = this.nextId;
@@ -226,12 +226,12 @@ export class CommandSpawner {
         slot: req.keep?.slot ?? 0,
         held: req.keep?.held ?? 0,
         argc: req.argv.length,
-        envc: env.length,
+        envc: env.count,
       }),
       ...str(req.path),
     ];
     for (const a of req.argv) parts.push(...str(a));
-    for (const [k, v] of env) parts.push(...str(`${k}=${v}`));
+    parts.push(env.block);
     const body = Buffer.concat(parts);
     // Past what the spawner reads in one frame (spawner.c MAX_FRAME): far past
     // what execve takes too, and the direct spawn reports that (E2BIG).
@@ -421,6 +421,31 @@ export class CommandSpawner {
 }
 
 const hasNul = (s: string): boolean => s.includes("\0");
+
+/** An environment as the request carries it: its count and its `KEY=VALUE` strings, each length-prefixed. */
+interface EnvBlock {
+  count: number;
+  block: Buffer;
+}
+
+// Encoded once per environment object: a room passes the same one to every
+// command, and re-encoding it (a pod's environment holds a variable per
+// Service) was the largest part of a round's spawner requests in a CPU profile
+// (docs/performance.md). Environments are not changed once made (room.ts), so
+// the object is the key. null: it holds a NUL and goes the direct way.
+const envBlocks = new WeakMap<NodeJS.ProcessEnv, EnvBlock | null>();
+
+function encodedEnv(env: NodeJS.ProcessEnv): EnvBlock | undefined {
+  let e = envBlocks.get(env);
+  if (e === undefined) {
+    const pairs = Object.entries(env).filter((p): p is [string, string] => p[1] !== undefined);
+    e = pairs.some(([k, v]) => hasNul(k) || hasNul(v))
+      ? null
+      : { count: pairs.length, block: Buffer.concat(pairs.flatMap(([k, v]) => str(`${k}=${v}`))) };
+    envBlocks.set(env, e);
+  }
+  return e ?? undefined;
+}
 
 function killGroup(pid: number): void {
   try {

@@ -7,7 +7,7 @@ import { stat } from "node:fs/promises";
 import type { Logger } from "../observability/logger.js";
 
 const UNWATCHED_POLL_MS = 2_000;
-const WATCHED_POLL_MS = 10_000;
+const WATCHED_POLL_MS = 60_000;
 
 export interface DirWatcherOptions {
   debounceMs?: number;
@@ -22,7 +22,7 @@ export interface DirWatcherOptions {
  * events during re-watch), and the caller compares content hashes, so a
  * spurious rescan costs a few stats. The directory is re-watched when its
  * inode changes or it appears after being absent. The poll runs every 2 s
- * while nothing watches (directory absent, watch refused) and every 10 s
+ * while nothing watches (directory absent, watch refused) and every 60 s
  * while inotify does: it is only the net under inotify, and each poll wakes
  * an otherwise idle gateway (bench/README.md, "idle").
  */

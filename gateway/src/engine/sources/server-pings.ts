@@ -25,7 +25,7 @@ import { OnePerKey, type KeyedRun } from "../../exec/one-per-key.js";
 import type { ProcessRoom } from "../../exec/room.js";
 import type { CommandResult } from "../../exec/run-command.js";
 import type { Produced, SourceDef } from "./definitions.js";
-import { lustreServers, type LustreServer } from "./server-nids.js";
+import { lustreServers, type LustreServer, type ServerList } from "./server-nids.js";
 
 export type PingResult =
   | { kind: "ok"; ms: number }
@@ -279,6 +279,14 @@ type Read = (name: "proc.mounts" | "lctl.imports") => Promise<Pick<Produced, "ok
 
 /** The source: reads the mount table and the imports through the catalog (cached, shared), pings, prints. */
 export function serverPingsSource(name: string, pinger: ServerPinger, read: Read, ttlMs: number, maxOutputBytes: number): SourceDef {
+  // The listing of a 64-OST mount is parsed again only when it or the mount
+  // table changed: parsing it was the largest item of a storage round's CPU
+  // profile (docs/performance.md), and it changes far less often than it is read.
+  let last: { mounts: string; imports: string; list: ServerList } | undefined;
+  const servers = (mounts: string, imports: string): ServerList => {
+    if (last?.mounts !== mounts || last.imports !== imports) last = { mounts, imports, list: lustreServers(mounts, imports) };
+    return last.list;
+  };
   return {
     name,
     kind: "file",
@@ -296,7 +304,7 @@ export function serverPingsSource(name: string, pinger: ServerPinger, read: Read
         }
         // No Lustre mount: the imports listing is not run at all (lustre-gate.ts).
         const imports = await read("lctl.imports");
-        const list = lustreServers(mounts.stdout, imports.ok ? imports.stdout : "");
+        const list = servers(mounts.stdout, imports.ok ? imports.stdout : "");
         const results = await pinger.servers(list.servers);
         let text = "";
         list.servers.forEach((s, i) => {

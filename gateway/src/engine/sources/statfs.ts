@@ -96,9 +96,12 @@ export class StatfsProber {
   private parsed: { text: string; entries: MountEntry[] } = { text: "", entries: [] };
   /** The last successful answer per path and when it came (performance.now()). */
   private readonly answers = new Map<string, { result: StatfsResult & { kind: "ok" }; at: number }>();
+  /** English error texts, whatever the node's locale; one object, so the spawner encodes it once (spawner.ts). */
+  private readonly env: NodeJS.ProcessEnv;
 
   constructor(private readonly opts: StatfsProberOptions) {
     this.probes = new OnePerKey<StatfsResult>({ maxOutstanding: opts.maxOutstanding, ...(opts.onChange ? { onChange: opts.onChange } : {}) });
+    this.env = Object.freeze({ ...(opts.env ?? opts.room.env), LC_ALL: "C" });
   }
 
   /** Probes now running (hung ones included). */
@@ -155,9 +158,7 @@ export class StatfsProber {
   }
 
   private async run(path: string, probe: KeyedRun<StatfsResult>): Promise<StatfsResult> {
-    // English error texts, whatever the node's locale.
-    const env = { ...(this.opts.env ?? this.opts.room.env), LC_ALL: "C" };
-    const child = await this.opts.room.start({ argv: ["stat", "-f", "-c", "%t", "--", path], label: "stat -f", maxOutputBytes: OUTPUT_CAP, env });
+    const child = await this.opts.room.start({ argv: ["stat", "-f", "-c", "%t", "--", path], label: "stat -f", maxOutputBytes: OUTPUT_CAP, env: this.env });
     if (!child.ok) {
       if (child.stage === "place") return { kind: "error", code: /^(E[A-Z]+):/.exec(child.error)?.[1] ?? "EIO" };
       if (child.stage === "program") return { kind: "error", code: "ENOEXEC" };
