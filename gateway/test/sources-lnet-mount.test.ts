@@ -139,6 +139,32 @@ describe("modprobe.lnet_options", () => {
     await sleep(5);
     expect((await catalog.read("modprobe.lnet_options", {})).error).toBe(`ENOENT: ${n.modprobe} does not exist`);
   });
+
+  it("keeps what it read of each file only while a stat says it is that file: an edit of the same size, a replacement, a removal and a growth past the cap are all seen", async () => {
+    const n = node({ modprobe: { "lustre.conf": "options lnet networks=tcp0\n", "site.conf": "options lnet a=1\n" } });
+    const catalog = await catalogFor(n);
+    const read = async () => {
+      await sleep(5);
+      return (await catalog.read("modprobe.lnet_options", {})).stdout;
+    };
+    expect(await read()).toBe("lustre.conf: networks=tcp0\nsite.conf: a=1\n");
+    // In place, the same length: only the file's change time says it changed.
+    fs.writeFileSync(path.join(n.modprobe, "lustre.conf"), "options lnet networks=tcp1\n");
+    expect(await read()).toBe("lustre.conf: networks=tcp1\nsite.conf: a=1\n");
+    // Replaced by rename, as editors and configuration management write.
+    fs.writeFileSync(path.join(n.modprobe, ".tmp"), "options lnet b=2\n");
+    fs.renameSync(path.join(n.modprobe, ".tmp"), path.join(n.modprobe, "site.conf"));
+    expect(await read()).toBe("lustre.conf: networks=tcp1\nsite.conf: b=2\n");
+    fs.rmSync(path.join(n.modprobe, "lustre.conf"));
+    expect(await read()).toBe("site.conf: b=2\n");
+    // Back under the old name: read again, not taken from before.
+    fs.writeFileSync(path.join(n.modprobe, "lustre.conf"), "options lnet networks=o2ib0\n");
+    expect(await read()).toBe("lustre.conf: networks=o2ib0\nsite.conf: b=2\n");
+    // Grown past the cap: the read fails (fail closed), whatever was read before.
+    fs.writeFileSync(path.join(n.modprobe, "site.conf"), `options lnet b=2\n${"#".repeat(MODPROBE_FILE_CAP)}`);
+    await sleep(5);
+    expect((await catalog.read("modprobe.lnet_options", {})).error).toBe(`EFBIG: ${n.modprobe}/site.conf exceeded ${MODPROBE_FILE_CAP} bytes`);
+  });
 });
 
 describe("modprobe.lnet_options and the running lnet module (issue 31)", () => {

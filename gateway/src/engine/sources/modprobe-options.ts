@@ -5,7 +5,7 @@
 // the directives out (modprobe's own line syntax); what the parameters mean is
 // the plugins' business.
 
-import { readdir } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileFailure, fileOutput, type Produced, type SourceDef } from "./definitions.js";
 import { missingFileError, readCapped } from "./read-file.js";
@@ -73,6 +73,37 @@ async function runningParams(paramsDir: string): Promise<{ line: string } | { er
  * and the module loaded, one line of its running `networks=`/`ip2nets=` values.
  */
 export function modprobeOptionsSource(name: string, dir: string, module: string, ttlMs: number, maxOutputBytes: number, paramsDir?: string): SourceDef {
+  // Each file's directives, kept while a stat says it is the file last read: a
+  // node's modprobe.d holds ten or twenty files that change about never, and a
+  // stat is one thread-pool hop where a read is three or four, every round.
+  const known = new Map<string, { sig: string; lines: string }>();
+  const directives = async (file: string): Promise<{ lines: string } | { error: string } | null> => {
+    const path = join(dir, file);
+    let sig: string;
+    try {
+      const st = await stat(path, { bigint: true });
+      sig = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    } catch (err) {
+      known.delete(file);
+      // A link to nothing is not configuration (modprobe skips it too).
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      return { error: `${code}: ${path} cannot be read` };
+    }
+    const hit = known.get(file);
+    if (hit?.sig === sig) return { lines: hit.lines };
+    const r = await readCapped(path, MODPROBE_FILE_CAP);
+    if (!r.ok) {
+      known.delete(file);
+      return r.code === "ENOENT" ? null : { error: r.error };
+    }
+    if (r.truncated) return { error: `EFBIG: ${path} exceeded ${MODPROBE_FILE_CAP} bytes` };
+    const label = file.replace(/[\p{Cc}\s:]/gu, "?");
+    let lines = "";
+    for (const params of optionDirectives(r.text, module)) lines += `${label}: ${params}\n`;
+    known.set(file, { sig, lines });
+    return { lines };
+  };
   const run = async (): Promise<Produced> => {
     let entries;
     try {
@@ -89,17 +120,13 @@ export function modprobeOptionsSource(name: string, dir: string, module: string,
       .map((e) => e.name)
       .sort();
     if (files.length > MODPROBE_MAX_FILES) return fileFailure(`E2BIG: ${dir} holds more than ${MODPROBE_MAX_FILES} .conf files`);
+    for (const gone of [...known.keys()].filter((f) => !files.includes(f))) known.delete(gone);
     let text = "";
     for (const file of files) {
-      const r = await readCapped(join(dir, file), MODPROBE_FILE_CAP);
-      if (!r.ok) {
-        // A link to nothing is not configuration (modprobe skips it too).
-        if (r.code === "ENOENT") continue;
-        return fileFailure(r.error, text);
-      }
-      if (r.truncated) return fileFailure(`EFBIG: ${join(dir, file)} exceeded ${MODPROBE_FILE_CAP} bytes`, text);
-      const label = file.replace(/[\p{Cc}\s:]/gu, "?");
-      for (const params of optionDirectives(r.text, module)) text += `${label}: ${params}\n`;
+      const d = await directives(file);
+      if (d === null) continue;
+      if ("error" in d) return fileFailure(d.error, text);
+      text += d.lines;
     }
     if (paramsDir) {
       const running = await runningParams(paramsDir);
