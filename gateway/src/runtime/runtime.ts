@@ -101,6 +101,9 @@ export class PluginRuntime {
   private sourcesChanged = false;
   private stopped = false;
   private readonly lock: LockGate | undefined;
+  /** The rescan that retries a load that timed out, due at its backoff (the watched poll is a minute). */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDue = 0;
 
   constructor(private readonly opts: RuntimeOptions) {
     this.dirs = opts.dirs?.length ? [...opts.dirs] : opts.dir ? [opts.dir] : [];
@@ -152,6 +155,7 @@ export class PluginRuntime {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.retryTimer);
     for (const w of this.watchers) w.stop();
     await this.sandbox.close();
   }
@@ -183,6 +187,20 @@ export class PluginRuntime {
   rescan(): Promise<void> {
     if (this.stopped || this.dirs.length === 0) return Promise.resolve();
     return this.scan.run();
+  }
+
+  /** A rescan in `ms`, unless one is due sooner; a later retry is set again by that rescan. */
+  private retryAt(ms: number): void {
+    const due = Date.now() + ms;
+    if (this.retryTimer !== undefined && this.retryDue <= due) return;
+    clearTimeout(this.retryTimer);
+    this.retryDue = due;
+    // 10 ms past the backoff: the rescan must find it elapsed.
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.rescan();
+    }, ms + 10);
+    this.retryTimer.unref();
   }
 
   isQuarantined(p: LoadedPlugin): boolean {
@@ -298,6 +316,7 @@ export class PluginRuntime {
           const timeouts = prev && prev.sha256 === f.sha256 ? (prev.timeouts ?? 0) + 1 : 1;
           entry.timeouts = timeouts;
           entry.retryAt = now + Math.min(TIMEOUT_RETRY_BASE_MS * 2 ** (timeouts - 1), TIMEOUT_RETRY_MAX_MS);
+          this.retryAt(entry.retryAt - now);
         }
         next.set(id, entry);
       }
