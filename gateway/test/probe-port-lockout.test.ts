@@ -118,6 +118,9 @@ async function turnedAway(): Promise<number> {
  * burst took 2-4 s to drain with the short soak and a busy loop alongside).
  */
 async function duringAttack(start: () => ChildProcess[], durationMs: number, overUnix: boolean, fill = 0) {
+  // From the baseline, so a previous attack that failed before its own wait
+  // for it does not count its lingering sessions against this one's table.
+  await backToBaseline();
   const away = await turnedAway();
   const children = start();
   await new Promise((r) => setTimeout(r, 1_500));
