@@ -271,6 +271,8 @@ export class PluginRuntime {
         }
         if (prev && !prev.lockRefused && reusable(prev, f.sha256, now) && !stale(prev)) {
           next.set(id, prev);
+          // Still in its backoff: its retry stays due, whichever retry woke this scan.
+          if (prev.retryAt !== undefined) this.retryAt(prev.retryAt - now);
           continue;
         }
         let result: LoadResult = f.bytes
