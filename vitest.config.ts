@@ -25,6 +25,8 @@ export default defineConfig({
     reporters: ["default", "json"],
     outputFile: { json: "dist/test-results.json" },
     pool: "forks",
+    // Root-level only: a project may not set its own maxForks (vitest 3).
+    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     projects: [
       {
         extends: true,
@@ -32,7 +34,6 @@ export default defineConfig({
           name: "shared",
           include: INCLUDE,
           exclude: ALONE,
-          poolOptions: { forks: { maxForks: 2, minForks: 1 } },
           sequence: { groupOrder: 0 },
         },
       },
@@ -41,8 +42,8 @@ export default defineConfig({
         test: {
           name: "alone",
           include: ALONE,
-          fileParallelism: false,
-          poolOptions: { forks: { maxForks: 1, minForks: 1 } },
+          // One child runs the files one after another; the group runs after "shared" has ended.
+          poolOptions: { forks: { singleFork: true } },
           sequence: { groupOrder: 1 },
         },
       },
