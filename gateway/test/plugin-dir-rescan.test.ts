@@ -6,7 +6,8 @@ import { chmod, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { RACY_MS, scanPluginDir } from "../src/runtime/plugin-dir.js";
+import { scanPluginDir } from "../src/runtime/plugin-dir.js";
+import { RACY_MS } from "../src/support/file-identity.js";
 
 const dirs: string[] = [];
 afterEach(async () => {

@@ -8,6 +8,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { SourceCatalog } from "../src/engine/sources/index.js";
 import { MODPROBE_FILE_CAP } from "../src/engine/sources/modprobe-options.js";
+import { RACY_MS } from "../src/support/file-identity.js";
 import { fakeLnet, type FakeLnet, type FakeLnetSpec } from "./helpers/fake-lnet.js";
 import { ROOT, tempDir } from "./helpers/gateway-process.js";
 
@@ -147,8 +148,10 @@ describe("modprobe.lnet_options", () => {
       await sleep(5);
       return (await catalog.read("modprobe.lnet_options", {})).stdout;
     };
+    // Old enough to be remembered (a file changed within RACY_MS is read every time).
+    await sleep(RACY_MS + 100);
     expect(await read()).toBe("lustre.conf: networks=tcp0\nsite.conf: a=1\n");
-    // In place, the same length: only the file's change time says it changed.
+    // In place, the same length: only the file's change times say it changed.
     fs.writeFileSync(path.join(n.modprobe, "lustre.conf"), "options lnet networks=tcp1\n");
     expect(await read()).toBe("lustre.conf: networks=tcp1\nsite.conf: a=1\n");
     // Replaced by rename, as editors and configuration management write.

@@ -3,6 +3,7 @@ import { createReadStream, type BigIntStats } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../observability/logger.js";
+import { fileIdentity } from "../support/file-identity.js";
 
 export interface PluginFile {
   /** Name inside the directory (x.wasm), also for symlinked ConfigMap entries. */
@@ -88,24 +89,18 @@ export async function scanPluginDir(dir: string, maxFileBytes: number, maxConfig
   return { exists: true, files, configs, errors };
 }
 
-// The directory is polled every few seconds (support/dir-watcher.ts): a file
-// whose inode, size and change times (ns) are those of the last read has the
-// same content, so its bytes and hash are reused instead of read and hashed
-// again (on an idle gateway that re-read was most of its CPU, in the garbage
-// collector). Any write, rename over, chmod or ConfigMap swap changes the key.
-// The kernel stamps inodes from a coarse clock (one tick is several ms), so a
-// same-size rewrite within a tick of the last change keeps every field: a file
-// changed less than RACY_MS ago is read every time and never remembered.
+// The directory is polled (support/dir-watcher.ts): a file that is the one
+// last read (support/file-identity.ts) has the same content, so its bytes and
+// hash are reused instead of read and hashed again (on an idle gateway that
+// re-read was most of its CPU, in the garbage collector).
 const lastRead = new Map<string, { id: string; bytes: Uint8Array; sha256: string }>();
-export const RACY_MS = 2_000;
 
 async function readUnchanged(path: string, st: BigIntStats): Promise<{ bytes: Uint8Array; sha256: string }> {
-  const id = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  const { id, settled } = fileIdentity(st);
   const known = lastRead.get(path);
   if (known && known.id === id) return known;
   const bytes = new Uint8Array(await readFile(path));
   const read = { id, bytes, sha256: createHash("sha256").update(bytes).digest("hex") };
-  const settled = Date.now() - Number(st.ctimeMs) >= RACY_MS && Date.now() - Number(st.mtimeMs) >= RACY_MS;
   if (lastRead.size > 256) lastRead.clear();
   if (settled) lastRead.set(path, read);
   else lastRead.delete(path);

@@ -8,8 +8,9 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileFailure, fileOutput, type Produced, type SourceDef } from "./definitions.js";
-import { missingFileError, readCapped } from "./read-file.js";
+import { fileError, missingFileError, readCapped } from "./read-file.js";
 import { capUtf8 } from "../../support/decode.js";
+import { fileIdentity, type FileIdentity } from "../../support/file-identity.js";
 
 /** A modprobe.d with more files than this is not one; a directive file is a few lines. */
 const MODPROBE_MAX_FILES = 256;
@@ -73,35 +74,32 @@ async function runningParams(paramsDir: string): Promise<{ line: string } | { er
  * and the module loaded, one line of its running `networks=`/`ip2nets=` values.
  */
 export function modprobeOptionsSource(name: string, dir: string, module: string, ttlMs: number, maxOutputBytes: number, paramsDir?: string): SourceDef {
-  // Each file's directives, kept while a stat says it is the file last read: a
-  // node's modprobe.d holds ten or twenty files that change about never, and a
-  // stat is one thread-pool hop where a read is three or four, every round.
-  const known = new Map<string, { sig: string; lines: string }>();
+  // Each file's directives, kept while a stat says it is the file last read
+  // (support/file-identity.ts): a node's modprobe.d holds ten or twenty files
+  // that change about never, and a stat is one thread-pool hop where a read is
+  // three or four, every round.
+  const known = new Map<string, { id: string; lines: string }>();
+  // A link to nothing is not configuration (modprobe skips it too).
+  const skipOrFail = (r: { code: string; error: string }) => (r.code === "ENOENT" ? null : { error: r.error });
   const directives = async (file: string): Promise<{ lines: string } | { error: string } | null> => {
     const path = join(dir, file);
-    let sig: string;
+    let ident: FileIdentity;
     try {
-      const st = await stat(path, { bigint: true });
-      sig = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+      ident = fileIdentity(await stat(path, { bigint: true }));
     } catch (err) {
       known.delete(file);
-      // A link to nothing is not configuration (modprobe skips it too).
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
-      return { error: `${code}: ${path} cannot be read` };
+      return skipOrFail(fileError(err, path));
     }
     const hit = known.get(file);
-    if (hit?.sig === sig) return { lines: hit.lines };
+    if (hit?.id === ident.id) return { lines: hit.lines };
+    known.delete(file);
     const r = await readCapped(path, MODPROBE_FILE_CAP);
-    if (!r.ok) {
-      known.delete(file);
-      return r.code === "ENOENT" ? null : { error: r.error };
-    }
+    if (!r.ok) return skipOrFail(r);
     if (r.truncated) return { error: `EFBIG: ${path} exceeded ${MODPROBE_FILE_CAP} bytes` };
     const label = file.replace(/[\p{Cc}\s:]/gu, "?");
     let lines = "";
     for (const params of optionDirectives(r.text, module)) lines += `${label}: ${params}\n`;
-    known.set(file, { sig, lines });
+    if (ident.settled) known.set(file, { id: ident.id, lines });
     return { lines };
   };
   const run = async (): Promise<Produced> => {

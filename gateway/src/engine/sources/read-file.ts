@@ -58,7 +58,8 @@ export function readCapped(path: string, maxBytes: number): Promise<FileRead> {
 /** What reading a file that does not exist reports. */
 export const missingFileError = (path: string): string => `ENOENT: ${path} does not exist`;
 
-function fileError(err: unknown, path: string): FileRead {
+/** A failed open, stat or read as a FileRead: the errno's code and the words every file source uses. */
+export function fileError(err: unknown, path: string): FileRead & { ok: false } {
   const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "EIO";
   const reason =
     code === "ENOENT" ? "does not exist" : code === "EACCES" ? "permission denied" : "cannot be read";
