@@ -9,17 +9,6 @@ import { isAbsolute, join } from "node:path";
 
 export type Resolution = { ok: true; path: string } | { ok: false; error: string };
 
-async function isExecutableFile(path: string): Promise<boolean> {
-  try {
-    const st = await stat(path);
-    if (!st.isFile()) return false;
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function isExecutable(path: string): Promise<boolean> {
   try {
     await access(path, constants.X_OK);
@@ -27,6 +16,15 @@ async function isExecutable(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+async function isExecutableFile(path: string): Promise<boolean> {
+  try {
+    if (!(await stat(path)).isFile()) return false;
+  } catch {
+    return false;
+  }
+  return isExecutable(path);
 }
 
 /**
