@@ -26,16 +26,20 @@ function runSoak(args: string[]): Promise<{ code: number | null; stderr: string 
   });
 }
 
+/** Runs the soak as `name` (seed 7, checks every 1 s, rate 0.5) and reads its report; exit 1 is a report with violations. */
+async function soak(name: string, args: string[]): Promise<{ r: SoakReport; inv: Record<string, number> }> {
+  const { code, stderr } = await runSoak([`--out=${out}`, `--name=${name}`, "--seed=7", "--check-interval=1s", "--rate=0.5", ...args]);
+  expect([0, 1], stderr).toContain(code);
+  const r = JSON.parse(fs.readFileSync(path.join(out, `${name}-latest.json`), "utf8")) as SoakReport;
+  return { r, inv: Object.fromEntries(r.invariants.map((i) => [i.id, i.count])) };
+}
+
 describe("short soak", () => {
   it(
     "serves every request kind through LNet faults, plugin churn, upstream kills, Kubernetes API faults, a burst, a connection flood, stuck unmounts and the fuzzer with no lost call, crash, wrong readiness, log flood or unmount --unstick does not allow",
     async () => {
-      const { code, stderr } = await runSoak([
+      const { r, inv } = await soak("short", [
         "--duration=70s",
-        `--out=${out}`,
-        "--name=short",
-        "--seed=7",
-        "--check-interval=1s",
         "--fault-dwell=4s-7s",
         "--churn-every=2s-4s",
         "--upstream-up=8s-15s",
@@ -45,13 +49,9 @@ describe("short soak", () => {
         // One connection flood (issue 22: 1,000 idle connections on the node gateway's port and socket) at 25 s.
         "--flood-every=50s",
         "--flood-length=4s",
-        "--rate=0.5",
         // Stuck unmounts (issue 41) with --unstick=unmount: an episode at 5 s, the next 10 s after it ends.
         "--stuck-every=10s",
       ]);
-      expect([0, 1], stderr).toContain(code);
-      const r = JSON.parse(fs.readFileSync(path.join(out, "short-latest.json"), "utf8")) as SoakReport;
-      const inv = Object.fromEntries(r.invariants.map((i) => [i.id, i.count]));
 
       // Everything was exercised.
       for (const kind of ["probe-unix-newconn", "health-tcp-newconn", "readyz-http1", "healthz-http1", "connect-json-probe", "grpc-web-probe", "reflection-grpc", "forward-NodePublishVolume", "forward-NodeUnpublishVolume", "forward-NodeStageVolume", "forward-NodeGetVolumeStats", "burst-probe-tcp"]) {
@@ -103,21 +103,7 @@ describe("short soak", () => {
   it(
     "--unstick off: stuck unmounts are reported and cleared when they end by themselves, and probegate runs no unmount step",
     async () => {
-      const { code, stderr } = await runSoak([
-        "--duration=35s",
-        `--out=${out}`,
-        "--name=short-unstick-off",
-        "--seed=7",
-        "--check-interval=1s",
-        "--unstick=off",
-        "--stuck-every=8s",
-        "--fuzz=off",
-        "--kube=off",
-        "--rate=0.5",
-      ]);
-      expect([0, 1], stderr).toContain(code);
-      const r = JSON.parse(fs.readFileSync(path.join(out, "short-unstick-off-latest.json"), "utf8")) as SoakReport;
-      const inv = Object.fromEntries(r.invariants.map((i) => [i.id, i.count]));
+      const { r, inv } = await soak("short-unstick-off", ["--duration=35s", "--unstick=off", "--stuck-every=8s", "--fuzz=off", "--kube=off"]);
       const stuck = r.stuck!;
       expect(stuck.unstick).toBe(false);
       expect(r.faults["stuck-unmount"] ?? 0, "stuck-unmount episodes").toBeGreaterThan(0);
