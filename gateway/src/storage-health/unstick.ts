@@ -114,7 +114,10 @@ export class Unsticker {
       this.starts.push(at);
       this.inFlight.add(op.path);
       this.opts.logger.warn({ method: op.method, volumeId: op.volumeId.slice(0, 128), path: op.path }, "stuck unmount escalation started");
-      void this.escalate(op).finally(() => this.inFlight.delete(op.path));
+      // A failure here (a mount table that cannot be read) must not become an unhandled rejection: that ends the process.
+      void this.escalate(op)
+        .catch((err: unknown) => this.opts.logger.warn({ path: op.path, err: (err as Error).message }, "stuck unmount escalation failed"))
+        .finally(() => this.inFlight.delete(op.path));
     }
   }
 
