@@ -198,7 +198,9 @@ export async function measureNodeCost(o: NodeCostOptions): Promise<NodeCostResul
   // V8's memory reducer runs its full collections ~25 s after start: past them in both modes.
   const settle = 30;
   const idleWindow = o.quick ? 30 : 60;
-  const roundsWindow = o.quick ? 60 : 120;
+  // Commands' CPU comes in clock ticks (10 ms) from the reaped children's
+  // totals: a 120 s window keeps that to ±5 ms a minute.
+  const roundsWindow = o.quick ? 120 : 180;
   const out: NodeCostResult = { cadenceSec: CADENCE_SEC, runs: [] };
   const nodes = COST_NODES.filter((n) => n.id === "lnet" || !o.only || o.only.includes(n.id));
   for (const rt of o.runtimes) {

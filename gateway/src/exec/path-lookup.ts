@@ -31,9 +31,10 @@ async function isExecutableFile(path: string): Promise<boolean> {
  * Where a bare name was last found, per PATH. A round starts the same few
  * programs every time, and a search costs a stat and an access per PATH
  * entry tried (~9 ms of a minute's main-thread CPU profile on the LNet node,
- * docs/performance.md); a found one costs one access. The full search runs
- * again when that fails, and at least every FOUND_TTL_MS, so a program
- * installed earlier in PATH later is still picked up.
+ * docs/performance.md). resolveProgram checks a found one with one access;
+ * locateProgram trusts it, and the start that follows is the check. The full
+ * search runs again when either fails, and at least every FOUND_TTL_MS, so a
+ * program installed earlier in PATH later is still picked up.
  */
 const found = new Map<string, { path: string; at: number }>();
 const FOUND_TTL_MS = 60_000;
@@ -45,6 +46,32 @@ const FOUND_MAX = 64;
  * and a gateway must never run whatever happens to sit in its cwd.
  */
 export async function resolveProgram(program: string, envPath: string | undefined): Promise<Resolution> {
+  const key = `${envPath ?? ""}\0${program}`;
+  const known = found.get(key);
+  if (known && Date.now() - known.at < FOUND_TTL_MS && (await isExecutable(known.path))) return { ok: true, path: known.path };
+  return search(program, envPath);
+}
+
+/**
+ * Where a bare name was last found on this PATH, trusted without a check:
+ * for a caller that starts the program at once, where the start is the
+ * check. Such a caller must call forgetProgram and resolveProgram again when
+ * a start from a `remembered` path fails as a missing or non-executable file
+ * would (run-command.ts), so the result is what a search would have given.
+ * Saves the access() per command (a thread-pool round trip each).
+ */
+export async function locateProgram(program: string, envPath: string | undefined): Promise<Resolution & { remembered?: true }> {
+  const known = found.get(`${envPath ?? ""}\0${program}`);
+  if (known && Date.now() - known.at < FOUND_TTL_MS) return { ok: true, path: known.path, remembered: true };
+  return search(program, envPath);
+}
+
+/** Drops what locateProgram remembers of `program` on this PATH. */
+export function forgetProgram(program: string, envPath: string | undefined): void {
+  found.delete(`${envPath ?? ""}\0${program}`);
+}
+
+async function search(program: string, envPath: string | undefined): Promise<Resolution> {
   if (isAbsolute(program)) {
     return (await isExecutableFile(program))
       ? { ok: true, path: program }
@@ -54,8 +81,6 @@ export async function resolveProgram(program: string, envPath: string | undefine
     return { ok: false, error: `ENOENT: ${program} is neither a bare command name nor an absolute path` };
   }
   const key = `${envPath ?? ""}\0${program}`;
-  const known = found.get(key);
-  if (known && Date.now() - known.at < FOUND_TTL_MS && (await isExecutable(known.path))) return { ok: true, path: known.path };
   found.delete(key);
   for (const dir of (envPath ?? "").split(":")) {
     if (!isAbsolute(dir)) continue;

@@ -4,7 +4,7 @@
 // give the same CommandResult and the same texts.
 
 import { decodeUtf8 } from "../support/decode.js";
-import { resolveProgram } from "./path-lookup.js";
+import { forgetProgram, locateProgram, resolveProgram } from "./path-lookup.js";
 import type { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner, KeepOutput, SpawnedRun } from "./spawner.js";
 import { startProcess } from "./start.js";
@@ -82,13 +82,32 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
   const [program, ...args] = spec.argv;
   if (program === undefined) return failure("EINVAL: empty argv");
   if (spec.tracker?.isClosed) return failure(`ECANCELED: ${spec.label} not run: the gateway is stopping`);
-  const resolved = await resolveProgram(program, spec.env.PATH);
-  if (!resolved.ok) return failure(resolved.error);
+  const located = await locateProgram(program, spec.env.PATH);
+  if (!located.ok) return failure(located.error);
+  const first = await runAt(spec, program, args, located.path);
+  if (!located.remembered || !STALE_PATH_ERRORS.has(first.spawnError ?? "")) return first.result;
+  // The program was removed or lost its x bit since it was found: the run
+  // gets what a search now finds, the next one in PATH or "not found".
+  forgetProgram(program, spec.env.PATH);
+  const again = await resolveProgram(program, spec.env.PATH);
+  if (!again.ok) return failure(again.error);
+  if (spec.tracker?.isClosed) return failure(`ECANCELED: ${spec.label} not run: the gateway is stopping`);
+  return (await runAt(spec, program, args, again.path)).result;
+}
 
+/** How a start from a path that no longer holds an executable file fails. */
+const STALE_PATH_ERRORS = new Set(["ENOENT", "EACCES", "ENOTDIR"]);
+
+async function runAt(
+  spec: CommandSpec,
+  program: string,
+  args: readonly string[],
+  path: string,
+): Promise<{ result: CommandResult; spawnError?: string }> {
   const keep = spec.repeated?.keep();
   const started = startProcess(
     {
-      path: resolved.path,
+      path,
       argv: [program, ...args],
       env: spec.env,
       timeoutMs: spec.timeoutMs,
@@ -98,10 +117,13 @@ export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
     spec.spawner,
   );
   const done = started.result.then(
-    (run) => commandResult(run, spec, program, resolved.path, started.viaSpawner ? keep : undefined, started.viaSpawner),
+    (run) => ({
+      result: commandResult(run, spec, program, path, started.viaSpawner ? keep : undefined, started.viaSpawner),
+      ...(run.spawnError !== undefined ? { spawnError: run.spawnError } : {}),
+    }),
     // The spawner died or stopped answering with this command in flight: its
     // group has been killed and what it printed is lost, so the run failed.
-    (err: Error) => failure(`EIO: cannot run ${program}: ${err.message}`),
+    (err: Error) => ({ result: failure(`EIO: cannot run ${program}: ${err.message}`) }),
   );
   spec.tracker?.track(started, done);
   return done;
