@@ -204,6 +204,8 @@ interface BuiltinContext {
   now: () => number;
   /** The usual command bounds (defaults). */
   cmd: { timeoutMs: number; ttlMs: number; maxOutputBytes: number };
+  /** Another source's result through the catalog's cache: for a source built on one. */
+  read: (name: string) => Promise<SourceResult>;
 }
 
 /** `lctl get_param {osc,mdc,mgc}.*.PARAM`: one of the Lustre listings, capped at LUSTRE_IMPORTS_MAX_BYTES. */
@@ -247,7 +249,9 @@ const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => Sour
   "sys.net.operstate": (name, { opts, d }) => operstateSource(name, opts.sysfs, "lnet.interfaces", d.fileTtlMs, d.maxOutputBytes),
   // For checks configured with lnetConfiguredAt: mount (LNet set up by the first mount).
   "kernel.release": (name, { opts, d }) => fileSource(name, join(opts.procfs, "sys", "kernel", "osrelease"), d.fileTtlMs, d.maxOutputBytes),
-  "kernel.modules_dep": (name, { opts, d }) => modulesDepSource(name, opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes),
+  // The release through kernel.release's cached read: one read of osrelease a round serves both.
+  "kernel.modules_dep": (name, { opts, d, read }) =>
+    modulesDepSource(name, opts.procfs, opts.modules ?? "/lib/modules", d.fileTtlMs, d.maxOutputBytes, () => read("kernel.release")),
   "modprobe.lnet_options": (name, { opts, d }) =>
     modprobeOptionsSource(name, opts.modprobe ?? "/etc/modprobe.d", "lnet", d.fileTtlMs, d.maxOutputBytes, join(opts.sysfs, "module", "lnet", "parameters")),
   // Run through the same prefix or namespace as lnetctl, so "present" means
@@ -290,8 +294,14 @@ const BUILTIN: Readonly<Record<string, (name: string, b: BuiltinContext) => Sour
 
 export const BUILTIN_SOURCE_NAMES: readonly string[] = Object.freeze(Object.keys(BUILTIN));
 
-function builtinSources(opts: SourceCatalogOptions, d: SourceDefaults, ctx: RunContext, now: () => number): SourceDef[] {
-  const b: BuiltinContext = { opts, d, ctx, now, cmd: { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes } };
+function builtinSources(
+  opts: SourceCatalogOptions,
+  d: SourceDefaults,
+  ctx: RunContext,
+  now: () => number,
+  read: (name: string) => Promise<SourceResult>,
+): SourceDef[] {
+  const b: BuiltinContext = { opts, d, ctx, now, read, cmd: { timeoutMs: d.commandTimeoutMs, ttlMs: d.commandTtlMs, maxOutputBytes: d.maxOutputBytes } };
   return Object.entries(BUILTIN).flatMap(([name, make]) => make(name, b) ?? []);
 }
 
@@ -595,7 +605,7 @@ async function buildDefs(
   read: (name: string) => Promise<SourceResult>,
 ): Promise<ReadonlyMap<string, SourceDef>> {
   // No command whose answer cannot matter: one `net show` run a round, no Lustre command without Lustre.
-  const defs = shareNetShow(gateLustreSources(builtinSources(opts, d, ctx, now), read), read);
+  const defs = shareNetShow(gateLustreSources(builtinSources(opts, d, ctx, now, read), read), read);
   if (opts.sourcesFile !== undefined) {
     // Loaded on demand: most gateways have no --sources file and need no YAML parser.
     const { loadSourcesFile } = await import("./sources-file.js");

@@ -41,14 +41,25 @@ function modulesDepNames(text: string): string {
   return out;
 }
 
-export function modulesDepSource(name: string, procfs: string, modulesDir: string, ttlMs: number, maxOutputBytes: number): SourceDef {
+/**
+ * `readRelease` reads `<procfs>/sys/kernel/osrelease` (the catalog's
+ * kernel.release, so one read a round serves both sources).
+ */
+export function modulesDepSource(
+  name: string,
+  procfs: string,
+  modulesDir: string,
+  ttlMs: number,
+  maxOutputBytes: number,
+  readRelease: () => Promise<{ ok: boolean; stdout: string; error: string | null }>,
+): SourceDef {
   const releaseFile = join(procfs, "sys", "kernel", "osrelease");
   // The last parse, reused while modules.dep is the same file with the same size and mtime.
   let memo: { key: string; text: string } | undefined;
   const run = async (): Promise<Produced> => {
-    const rel = await readCapped(releaseFile, 4096);
-    if (!rel.ok) return fileFailure(rel.error);
-    const release = rel.text.trim();
+    const rel = await readRelease();
+    if (!rel.ok) return fileFailure(rel.error ?? `EIO: ${releaseFile} cannot be read`);
+    const release = rel.stdout.trim();
     if (!RELEASE.test(release) || release === "." || release === "..") {
       return fileFailure(`EINVAL: ${releaseFile} holds no kernel release: ${quoteForMessage(release)}`);
     }
