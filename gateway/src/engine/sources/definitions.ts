@@ -5,7 +5,7 @@
 import { access, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { expandGlob, within } from "./glob-files.js";
-import { readCapped } from "./read-file.js";
+import { readCapped, readKernelFile } from "./read-file.js";
 import { RepeatedOutput } from "../../exec/repeated-output.js";
 import type { ProcessRoom } from "../../exec/room.js";
 import type { CommandResult } from "../../exec/run-command.js";
@@ -110,6 +110,7 @@ export function commandSource(spec: CommandSourceSpec, room: ProcessRoom): Sourc
   };
 }
 
+/** One of the kernel's own small generated files (/proc/modules, a mount table, the release): read on the event loop (read-file.ts, readKernelFile). */
 export function fileSource(name: string, path: string, ttlMs: number, maxOutputBytes: number): SourceDef {
   return {
     name,
@@ -152,8 +153,9 @@ export function processFileSource(
   };
 }
 
+/** The kernel's own small files only (read-file.ts, readKernelFile). */
 async function readFileSource(path: string, maxOutputBytes: number): Promise<Produced> {
-  const r = await readCapped(path, maxOutputBytes);
+  const r = readKernelFile(path, maxOutputBytes);
   if (!r.ok) return fileFailure(r.error, "");
   return fileOutput(r.text, r.truncated, maxOutputBytes, path);
 }
@@ -221,7 +223,7 @@ export function operstateSource(
 async function readOperstates(netDir: string, names: string[], cap: number): Promise<Produced> {
   const lines: string[] = [];
   for (const iface of names) {
-    const r = await readCapped(join(netDir, iface, "operstate"), cap);
+    const r = readKernelFile(join(netDir, iface, "operstate"), cap);
     if (r.ok) {
       lines.push(`${iface} ${r.text.trim()}`);
       continue;

@@ -16,7 +16,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { SingleFlightCache } from "./cache.js";
 import type { ProcessNamespace } from "../../exec/process-namespace.js";
-import { readCapped } from "./read-file.js";
+import { readKernelFile } from "./read-file.js";
 
 export interface KeepWhile {
   /** For describe(): what the key is read from. */
@@ -73,7 +73,7 @@ export function lustreMountsKey(opts: LustreMountsKeyOptions): KeepWhile {
       if (!found.ok) return { key: undefined };
       path = join(at.ns.procfs, String(found.pid), "mountinfo");
     }
-    const r = await readCapped(path, opts.maxBytes);
+    const r = readKernelFile(path, opts.maxBytes);
     if (!r.ok || r.truncated) return { key: undefined };
     const lines = lustreMountinfoLines(r.text);
     if (lines.length === 0) return { key: undefined };

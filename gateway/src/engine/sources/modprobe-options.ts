@@ -8,7 +8,7 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileFailure, fileOutput, type Produced, type SourceDef } from "./definitions.js";
-import { fileError, missingFileError, readCapped } from "./read-file.js";
+import { fileError, missingFileError, readCapped, readKernelFile } from "./read-file.js";
 import { capUtf8 } from "../../support/decode.js";
 import { fileIdentity, type FileIdentity } from "../../support/file-identity.js";
 
@@ -50,7 +50,7 @@ async function runningParams(paramsDir: string): Promise<{ line: string } | { er
   const values: string[] = [];
   let set = false;
   for (const param of RUNNING_PARAMS) {
-    const r = await readCapped(join(paramsDir, param), PARAM_CAP);
+    const r = readKernelFile(join(paramsDir, param), PARAM_CAP);
     if (!r.ok) {
       if (r.code === "ENOENT") {
         values.push(`${param}=""`);

@@ -1,7 +1,7 @@
 // Bounded reads of procfs/sysfs files. stat() sizes are useless there
 // (/proc/modules reports 0 bytes), so read in chunks until EOF or the cap.
 
-import { close, open, read } from "node:fs";
+import { close, closeSync, constants, open, openSync, read, readSync } from "node:fs";
 import { decodeUtf8 } from "../../support/decode.js";
 
 export type FileRead =
@@ -28,31 +28,94 @@ export function readCapped(path: string, maxBytes: number): Promise<FileRead> {
   return new Promise((resolve) => {
     open(path, "r", (openErr, fd) => {
       if (openErr) return resolve(fileError(openErr, path));
-      const chunks: Buffer[] = [];
-      let total = 0;
+      const got = new Collected(maxBytes);
       const finish = (err: NodeJS.ErrnoException | null) => {
-        close(fd, () => {
-          if (err) return resolve(fileError(err, path));
-          const truncated = total > maxBytes;
-          const data = Buffer.concat(chunks).subarray(0, Math.min(total, maxBytes));
-          resolve({ ok: true, text: decodeUtf8(data, truncated), truncated });
-        });
+        close(fd, () => resolve(err ? fileError(err, path) : got.result()));
       };
       const next = () => {
-        // One byte past the cap tells "exactly at the cap" from "cut".
-        if (total > maxBytes) return finish(null);
-        const buf = Buffer.allocUnsafe(Math.min(total === 0 ? FIRST_CHUNK : CHUNK, maxBytes + 1 - total));
+        if (got.full()) return finish(null);
+        const buf = got.nextBuffer();
         read(fd, buf, 0, buf.length, null, (err, bytesRead) => {
           if (err) return finish(err);
           if (bytesRead === 0) return finish(null);
-          chunks.push(buf.subarray(0, bytesRead));
-          total += bytesRead;
+          got.add(buf, bytesRead);
           next();
         });
       };
       next();
     });
   });
+}
+
+/**
+ * readCapped on the event loop's own thread, for the kernel's small generated
+ * files a round reads every time: the release, the module list, a mount
+ * table, an interface's operstate, a module's parameters. Each thread-pool
+ * step of readCapped (open, read, the read that sees EOF, close) costs a
+ * hand-off and a wake-up; for these files that is 5 to 10 times the read
+ * itself (bench/crossing-cost.ts: ~150–300 µs of process CPU a file against
+ * 13–70 µs). Their kernel handlers generate the text from memory and take
+ * no lock a stuck mount or a process in D state holds, as libuv's own
+ * /proc/self reads (process.memoryUsage) rely on. Never for a file on a disk
+ * (/etc, /lib/modules, the kubelet directory), an operator's --sources
+ * globs, Lustre's own parameter files, or another process's memory
+ * (/proc/PID/cmdline waits for its mmap lock): those stay on readCapped.
+ */
+export function readKernelFile(path: string, maxBytes: number): FileRead {
+  let fd: number;
+  try {
+    // Non-blocking: a FIFO put where a kernel file should be cannot hold the
+    // event loop in open() or read() (regular and generated files ignore it).
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    return fileError(err, path);
+  }
+  const got = new Collected(maxBytes);
+  try {
+    while (!got.full()) {
+      const buf = got.nextBuffer();
+      const bytesRead = readSync(fd, buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      got.add(buf, bytesRead);
+    }
+  } catch (err) {
+    return fileError(err, path);
+  } finally {
+    try {
+      closeSync(fd);
+    } catch {
+      // EINTR/EIO on close: the descriptor is released either way.
+    }
+  }
+  return got.result();
+}
+
+/** What the chunked reads of one file gathered, up to one byte past the cap. */
+class Collected {
+  private readonly chunks: Buffer[] = [];
+  private total = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** One byte past the cap tells "exactly at the cap" from "cut". */
+  full(): boolean {
+    return this.total > this.maxBytes;
+  }
+
+  nextBuffer(): Buffer {
+    return Buffer.allocUnsafe(Math.min(this.total === 0 ? FIRST_CHUNK : CHUNK, this.maxBytes + 1 - this.total));
+  }
+
+  add(buf: Buffer, bytesRead: number): void {
+    this.chunks.push(buf.subarray(0, bytesRead));
+    this.total += bytesRead;
+  }
+
+  result(): FileRead & { ok: true } {
+    const truncated = this.total > this.maxBytes;
+    const data = Buffer.concat(this.chunks).subarray(0, Math.min(this.total, this.maxBytes));
+    return { ok: true, text: decodeUtf8(data, truncated), truncated };
+  }
 }
 
 /** What reading a file that does not exist reports. */
