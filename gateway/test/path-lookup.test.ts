@@ -6,21 +6,23 @@ import { resolveProgram } from "../src/exec/path-lookup.js";
 import { runCommand } from "../src/exec/run-command.js";
 import { CommandSpawner, defaultSpawnerPath } from "../src/exec/spawner.js";
 
-describe("resolveProgram's memory of where a program was found", () => {
-  const dirs: string[] = [];
-  afterEach(() => {
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  });
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
 
-  function tree(): { a: string; b: string; path: string } {
-    const root = mkdtempSync(join(tmpdir(), "pg-path-"));
-    dirs.push(root);
-    const a = join(root, "a");
-    const b = join(root, "b");
-    mkdirSync(a);
-    mkdirSync(b);
-    return { a, b, path: `${a}:${b}` };
-  }
+/** Two PATH directories, a before b, removed after the test. */
+function tree(): { a: string; b: string; path: string; env: NodeJS.ProcessEnv } {
+  const root = mkdtempSync(join(tmpdir(), "pg-path-"));
+  dirs.push(root);
+  const a = join(root, "a");
+  const b = join(root, "b");
+  mkdirSync(a);
+  mkdirSync(b);
+  return { a, b, path: `${a}:${b}`, env: Object.freeze({ PATH: `${a}:${b}` }) };
+}
+
+describe("resolveProgram's memory of where a program was found", () => {
 
   function tool(dir: string, mode = 0o755): string {
     const p = join(dir, "lnetctl");
@@ -63,22 +65,8 @@ describe.each([
   ["through the command spawner", true],
   ["by a direct spawn", false],
 ])("a command whose program changed since it was found, %s", (_way, viaSpawner) => {
-  const dirs: string[] = [];
   const spawner = viaSpawner ? new CommandSpawner(defaultSpawnerPath() ? { path: defaultSpawnerPath()! } : {}) : undefined;
-  afterEach(() => {
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  });
   afterAll(() => spawner?.stop());
-
-  function tree(): { a: string; b: string; env: NodeJS.ProcessEnv } {
-    const root = mkdtempSync(join(tmpdir(), "pg-run-path-"));
-    dirs.push(root);
-    const a = join(root, "a");
-    const b = join(root, "b");
-    mkdirSync(a);
-    mkdirSync(b);
-    return { a, b, env: Object.freeze({ PATH: `${a}:${b}` }) };
-  }
 
   function tool(dir: string, says: string): string {
     const p = join(dir, "lnetctl");
