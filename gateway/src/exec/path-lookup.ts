@@ -46,32 +46,34 @@ const FOUND_MAX = 64;
  * and a gateway must never run whatever happens to sit in its cwd.
  */
 export async function resolveProgram(program: string, envPath: string | undefined): Promise<Resolution> {
-  const key = `${envPath ?? ""}\0${program}`;
-  const known = found.get(key);
-  if (known && Date.now() - known.at < FOUND_TTL_MS && (await isExecutable(known.path))) return { ok: true, path: known.path };
-  return search(program, envPath);
+  const known = rememberedPath(program, envPath);
+  if (known !== undefined && (await isExecutable(known))) return { ok: true, path: known };
+  return searchProgram(program, envPath);
 }
 
 /**
  * Where a bare name was last found on this PATH, trusted without a check:
  * for a caller that starts the program at once, where the start is the
- * check. Such a caller must call forgetProgram and resolveProgram again when
- * a start from a `remembered` path fails as a missing or non-executable file
- * would (run-command.ts), so the result is what a search would have given.
+ * check. Such a caller must call searchProgram when a start from a
+ * `remembered` path fails as a missing or non-executable file would
+ * (run-command.ts), so the result is what a search would have given.
  * Saves the access() per command (a thread-pool round trip each).
  */
 export async function locateProgram(program: string, envPath: string | undefined): Promise<Resolution & { remembered?: true }> {
-  const known = found.get(`${envPath ?? ""}\0${program}`);
-  if (known && Date.now() - known.at < FOUND_TTL_MS) return { ok: true, path: known.path, remembered: true };
-  return search(program, envPath);
+  const known = rememberedPath(program, envPath);
+  if (known !== undefined) return { ok: true, path: known, remembered: true };
+  return searchProgram(program, envPath);
 }
 
-/** Drops what locateProgram remembers of `program` on this PATH. */
-export function forgetProgram(program: string, envPath: string | undefined): void {
-  found.delete(`${envPath ?? ""}\0${program}`);
+const keyOf = (program: string, envPath: string | undefined): string => `${envPath ?? ""}\0${program}`;
+
+function rememberedPath(program: string, envPath: string | undefined): string | undefined {
+  const known = found.get(keyOf(program, envPath));
+  return known && Date.now() - known.at < FOUND_TTL_MS ? known.path : undefined;
 }
 
-async function search(program: string, envPath: string | undefined): Promise<Resolution> {
+/** Searches PATH again, whatever was remembered of `program` (which is forgotten first). */
+export async function searchProgram(program: string, envPath: string | undefined): Promise<Resolution> {
   if (isAbsolute(program)) {
     return (await isExecutableFile(program))
       ? { ok: true, path: program }
@@ -80,7 +82,7 @@ async function search(program: string, envPath: string | undefined): Promise<Res
   if (program.length === 0 || program.includes("/")) {
     return { ok: false, error: `ENOENT: ${program} is neither a bare command name nor an absolute path` };
   }
-  const key = `${envPath ?? ""}\0${program}`;
+  const key = keyOf(program, envPath);
   found.delete(key);
   for (const dir of (envPath ?? "").split(":")) {
     if (!isAbsolute(dir)) continue;

@@ -4,7 +4,7 @@
 // give the same CommandResult and the same texts.
 
 import { decodeUtf8 } from "../support/decode.js";
-import { forgetProgram, locateProgram, resolveProgram } from "./path-lookup.js";
+import { locateProgram, searchProgram } from "./path-lookup.js";
 import type { RepeatedOutput } from "./repeated-output.js";
 import type { CommandSpawner, KeepOutput, SpawnedRun } from "./spawner.js";
 import { startProcess } from "./start.js";
@@ -81,17 +81,17 @@ export function failure(error: string): CommandResult {
 export async function runCommand(spec: CommandSpec): Promise<CommandResult> {
   const [program, ...args] = spec.argv;
   if (program === undefined) return failure("EINVAL: empty argv");
-  if (spec.tracker?.isClosed) return failure(`ECANCELED: ${spec.label} not run: the gateway is stopping`);
+  const stopping = () => failure(`ECANCELED: ${spec.label} not run: the gateway is stopping`);
+  if (spec.tracker?.isClosed) return stopping();
   const located = await locateProgram(program, spec.env.PATH);
   if (!located.ok) return failure(located.error);
   const first = await runAt(spec, program, args, located.path);
   if (!located.remembered || !STALE_PATH_ERRORS.has(first.spawnError ?? "")) return first.result;
   // The program was removed or lost its x bit since it was found: the run
   // gets what a search now finds, the next one in PATH or "not found".
-  forgetProgram(program, spec.env.PATH);
-  const again = await resolveProgram(program, spec.env.PATH);
+  const again = await searchProgram(program, spec.env.PATH);
   if (!again.ok) return failure(again.error);
-  if (spec.tracker?.isClosed) return failure(`ECANCELED: ${spec.label} not run: the gateway is stopping`);
+  if (spec.tracker?.isClosed) return stopping();
   return (await runAt(spec, program, args, again.path)).result;
 }
 
