@@ -34,6 +34,7 @@ import { PROBEGATE_NODE_ENV } from "./lib/launch.js";
 import { isMain } from "./lib/main.js";
 import { repoRoot } from "./lib/paths.js";
 import { rssBytes, spawnerRssBytes } from "./lib/proc.js";
+import { median } from "./lib/median.js";
 
 // ---- command line ----
 
@@ -105,12 +106,7 @@ export interface Sample {
   notes: string[];
 }
 
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
+export { median };
 
 export interface Row {
   key: MetricKey;

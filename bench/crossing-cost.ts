@@ -23,6 +23,7 @@ import { runCommand, type CommandSpec } from "../gateway/src/exec/run-command.js
 import { CommandSpawner } from "../gateway/src/exec/spawner.js";
 import { PluginRuntime } from "../gateway/src/runtime/runtime.js";
 import { repoRoot } from "./lib/paths.js";
+import { median } from "./lib/median.js";
 
 const REPS = 5;
 
@@ -44,10 +45,6 @@ interface Row {
   bytes?: number;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1]!;
-};
 const us = (n: number): number => +n.toFixed(1);
 
 /** Warm-up (one run's worth), then REPS runs of `ops` awaited one after another; the median run, per operation. */

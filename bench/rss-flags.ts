@@ -22,6 +22,7 @@ import { cpuSample, rssBytes, spawnerRssBytes } from "./lib/proc.js";
 import { startServer } from "./lib/server.js";
 import { runH2load } from "./load/h2load.js";
 import { TARGETS, type ServerTarget, useFakeNode } from "./targets.js";
+import { median } from "./lib/median.js";
 
 const MiB = 1048576;
 
@@ -34,11 +35,6 @@ export interface RssRow {
   spawnerMiB: number[];
   /** Gateway CPU per Probe over both loads (schedstat of its threads), µs: what a flag costs in CPU. */
   cpuPerProbeUs: number[];
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : NaN;
 }
 
 /** The probegate target with `flags` in place of the image's node flags. */

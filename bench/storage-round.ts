@@ -20,6 +20,7 @@ import { SourceCatalog } from "../gateway/src/engine/sources/index.js";
 const SPAWNER = process.env.SPAWNER !== "off";
 import { Metrics } from "../gateway/src/observability/metrics.js";
 import { PluginRuntime } from "../gateway/src/runtime/runtime.js";
+import { median } from "./lib/median.js";
 
 const PLUGIN = `
 export function manifest(): string {
@@ -262,12 +263,6 @@ function spawnerSchedMs(pid: number | undefined): number {
   } catch {
     return 0;
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 void main();
