@@ -9,7 +9,12 @@
 // round awaits them), and is priced three ways: the whole process (main
 // thread, libuv pool, sandbox worker), the main thread alone (what competes
 // with Probe answers), and for commands the spawner process too.
-//   npm run build && node dist/bench/crossing-cost.js
+// Back-to-back calls run on warm caches and tiered-up code, which a round
+// every 10 s never has: `--spaced` then prices a round's crossings together,
+// one round every --gap-ms (10 s, the readiness cadence), against the same
+// process doing nothing over the same gaps: the floor under a round, before
+// any of the engine's own work.
+//   npm run build && node dist/bench/crossing-cost.js [--spaced [--gap-ms N] [--rounds N]]
 import { constants, copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { access } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
@@ -26,6 +31,17 @@ import { repoRoot } from "./lib/paths.js";
 import { median } from "./lib/median.js";
 
 const REPS = 5;
+
+function option(name: string, fallback: number): number {
+  const i = process.argv.indexOf(name);
+  if (i < 0) return fallback;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`${name} takes a positive whole number, not ${JSON.stringify(process.argv[i + 1])}`);
+  return v;
+}
+const SPACED = process.argv.includes("--spaced");
+const GAP_MS = option("--gap-ms", 10_000);
+const SPACED_ROUNDS = option("--rounds", 8);
 
 /** On-CPU ns of one task from its schedstat (first field). */
 function schedNs(path: string): number {
@@ -159,10 +175,100 @@ const found = await resolveProgram("true", process.env.PATH);
 const truePath = found.ok ? found.path : undefined;
 if (truePath) rows.push(await measure(`access(${truePath}, X_OK)`, 5000, () => access(truePath, constants.X_OK)));
 
+// 5. A round's crossings, spaced as rounds are (--spaced): an LNet readiness
+// round's three commands (started together, as a round starts its sources),
+// its six kernel files, and with or without the one plugin call a round makes
+// when a verdict changed, each followed by GAP_MS of sleep; the idle gap is
+// the same sleep without the crossings, so what is left is what they cost cold.
+interface Spaced {
+  series: string;
+  processUs: number;
+  mainUs: number;
+  spawnerUs: number;
+}
+const spaced: Spaced[] = [];
+if (SPACED) {
+  const roundSpawner = new CommandSpawner();
+  roundSpawner.warm();
+  const spawnerPid = roundSpawner.fallbackReason === undefined ? roundSpawner.pid : undefined;
+  // Six reads, as an LNet round makes; of these kernel files, those this machine has (a container may lack /proc/modules).
+  const present = ["/proc/sys/kernel/osrelease", "/proc/modules", "/proc/self/mountinfo", "/proc/self/mounts", "/sys/class/net/lo/operstate", "/sys/class/net/lo/mtu"].filter((f) => readKernelFile(f, MiB).ok);
+  if (present.length === 0) throw new Error("none of the kernel files a round reads is readable here");
+  const files = Array.from({ length: 6 }, (_, i) => present[i % present.length]!);
+  const roundDir = mkdtempSync(join(tmpdir(), "probegate-bench-crossing-"));
+  copyFileSync(join(repoRoot(), "dist", "plugins", "net-interfaces.wasm"), join(roundDir, "net-interfaces.wasm"));
+  const roundRuntime = new PluginRuntime({ dir: roundDir, isKnownSource: () => true, logger: pino({ level: "silent" }) });
+  await roundRuntime.start();
+  const ni = roundRuntime.current().plugins[0]!;
+  const upInput = () => buildCheckInput("node", [["sys.net.operstate", operstate("eth0 up\nib0 up\n")]], facts, Date.now(), undefined, { epoch: 1_700_000_000, previousEpoch: 0 });
+  const round = async (plugins: number, io: boolean) => {
+    if (io) {
+      await Promise.all([0, 1, 2].map(() => checked({ ...spec, ...(spawnerPid !== undefined ? { spawner: roundSpawner } : {}) })));
+      for (const f of files) readKernelFile(f, MiB);
+    }
+    for (let i = 0; i < plugins; i++) await roundRuntime.runCheck(ni, upInput);
+  };
+  // The three kinds of gap take turns in a shuffled order each cycle, and each
+  // kind's median gap is taken: whatever else the process does meanwhile (the
+  // hot loops' garbage, a periodic timer) lands on any kind and is outvoted.
+  const kinds: Array<{ series: string; plugins: number; io: boolean }> = [
+    { series: "idle", plugins: 0, io: false },
+    { series: "3 commands + 6 files", plugins: 0, io: true },
+    { series: "3 commands + 6 files + 1 plugin call", plugins: 1, io: true },
+  ];
+  const samples = kinds.map(() => ({ process: [] as number[], main: [] as number[], spawner: [] as number[] }));
+  const spawnerNs = () => (spawnerPid === undefined ? 0 : schedNs(`/proc/${spawnerPid}/schedstat`));
+  let seed = 43;
+  const shuffled = () => {
+    const order = kinds.map((_, k) => k);
+    for (let i = order.length - 1; i > 0; i--) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      const j = (seed >>> 8) % (i + 1);
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    return order;
+  };
+  for (let cycle = -2; cycle < SPACED_ROUNDS; cycle++) {
+    for (const k of shuffled()) {
+      const kind = kinds[k]!;
+      const c0 = process.cpuUsage();
+      const m0 = schedNs(MAIN_THREAD);
+      const s0 = spawnerNs();
+      await round(kind.plugins, kind.io);
+      await new Promise((r) => setTimeout(r, GAP_MS));
+      if (cycle < 0) continue;
+      const c = process.cpuUsage(c0);
+      samples[k]!.process.push(c.user + c.system);
+      samples[k]!.main.push((schedNs(MAIN_THREAD) - m0) / 1000);
+      samples[k]!.spawner.push((spawnerNs() - s0) / 1000);
+    }
+  }
+  for (const [k, kind] of kinds.entries()) {
+    const x = samples[k]!;
+    const row = { series: kind.series, processUs: us(median(x.process)), mainUs: us(median(x.main)), spawnerUs: us(median(x.spawner)) };
+    console.log(JSON.stringify({ ...row, processEach: x.process.map(Math.round) }));
+    spaced.push(row);
+  }
+  await roundRuntime.stop();
+  roundSpawner.stop();
+  rmSync(roundDir, { recursive: true, force: true });
+  if (spawnerPid === undefined) console.log(JSON.stringify({ spaced: "commands started directly", reason: roundSpawner.fallbackReason ?? "no spawner process" }));
+}
+
 console.log(`\nNode ${process.version}, load average at start ${load.map((l) => l.toFixed(2)).join(" ")}; medians of ${REPS} runs\n`);
 console.log("| crossing | process CPU µs/op | main thread µs/op | spawner µs/op |");
 console.log("|---|---:|---:|---:|");
 for (const r of rows) {
   const name = r.bytes === undefined ? r.crossing : `${r.crossing} (${r.bytes} B)`;
   console.log(`| ${name} | ${r.processUs} | ${r.mainUs} | ${r.spawnerUs ?? "–"} |`);
+}
+if (spaced.length > 0) {
+  const base = spaced.find((r) => r.series === "idle")!;
+  console.log(`\nA round's crossings, one every ${GAP_MS} ms, medians of ${SPACED_ROUNDS} of each kind in shuffled turns, less an idle gap's (${base.processUs} µs process, ${base.mainUs} µs main thread)\n`);
+  console.log("| a round of | process CPU µs | main thread µs | spawner µs | gateway + spawner µs |");
+  console.log("|---|---:|---:|---:|---:|");
+  for (const r of spaced.filter((x) => x.series !== "idle")) {
+    const p = us(r.processUs - base.processUs);
+    console.log(`| ${r.series} | ${p} | ${us(r.mainUs - base.mainUs)} | ${r.spawnerUs} | ${us(p + r.spawnerUs)} |`);
+  }
 }

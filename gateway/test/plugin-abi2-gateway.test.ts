@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readFixture } from "../src/cli/plugin-test/fixture-file.js";
 import { compareVerdict } from "../src/cli/plugin-test/fixture-run.js";
-import { fakeLnet } from "./helpers/fake-lnet.js";
+import { fakeLnet, netShowOver } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
 import { gatewayTestScope } from "./helpers/test-scope.js";
 import { op, v2Module } from "./hostile/wasm-asm.js";
@@ -48,12 +48,6 @@ async function until<T>(fn: () => Promise<T | null>, what: string, timeoutMs = 3
   }
 }
 
-/** `net show` with one tcp NI per interface, in order, so lnet-nets reports them as lnet.interfaces. */
-function netShow(ifaces: string[]): string {
-  const nis = ifaces.map((i, k) => `        - nid: 10.0.${k >> 8}.${(k & 255) + 1}@tcp\n          status: up\n          interfaces:\n              0: ${i}\n`).join("");
-  return `net:\n    - net type: lo\n      local NI(s):\n        - nid: 0@lo\n          status: up\n    - net type: tcp\n      local NI(s):\n${nis}`;
-}
-
 /** The fixture's operstate lines as (interface, state), or why sysfs cannot produce them. */
 function reproducible(stdout: string): Array<[string, string]> | string {
   if (stdout.includes("\r")) return "CRLF (the gateway writes LF)";
@@ -82,7 +76,7 @@ describe("net-interfaces in three languages, one gateway", () => {
         const ifaces = shape as Array<[string, string]>;
         const c = await readFixture(join(FIXTURES, f));
         const node = fakeLnet({
-          netShow: { out: netShow(ifaces.map(([i]) => i)) },
+          netShow: { out: netShowOver(ifaces.map(([i]) => i)) },
           // "absent" is what the gateway prints for an interface without a sysfs entry.
           operstate: Object.fromEntries(ifaces.filter(([, s]) => s !== "absent").map(([i, s]) => [i, `${s}\n`])),
         });
@@ -118,7 +112,7 @@ describe("hostile ABI v2 modules in a running gateway", () => {
     writeFileSync(join(plugins, "mixed.wasm"), v2Module("mixed", { imports: [{ module: "env", name: "abort", params: ["i32", "i32", "i32", "i32"], results: [] }] }));
     writeFileSync(join(plugins, "good-v2.wasm"), v2Module("good-v2"));
     copyFileSync(BUILDS["net-interfaces-c"], join(plugins, "net-interfaces-c.wasm"));
-    const node = fakeLnet({ netShow: { out: netShow(["eth0"]) }, operstate: { eth0: "up\n" } });
+    const node = fakeLnet({ netShow: { out: netShowOver(["eth0"]) }, operstate: { eth0: "up\n" } });
     nodes.push(node);
     copyFileSync(join(ROOT, "dist", "plugins", "lnet-nets.wasm"), join(plugins, "lnet-nets.wasm"));
     const gw = await startGatewayProcess(

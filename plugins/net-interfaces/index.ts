@@ -2,6 +2,12 @@
 // `unknown` passes: virtual and tunnel devices (and many VM NICs) never report
 // carrier state, so treating it as down would fail healthy nodes; the message
 // still names them.
+// Every verdict is marked stable: it is made from the operstate text, the
+// interface list and the configuration alone (no clock, no history), so the
+// host reuses it while those are equal and calls no plugin on a round where
+// no interface changed (plugins/ABI.md, `stable`). The fixtures do not assert
+// it: its Rust and C twins run them too, and their plain ABI cannot say it
+// (plugins/test/examples.test.ts holds this build to it on every fixture).
 // Configuration (net-interfaces.yaml):
 //   ignoreInterfaces: [eth1]
 import { Manifest, Result, openSource, respond, humanList, isValidIfName, Opened, parseError, clip, oneLine, LineFields, lineEnd } from "../sdk";
@@ -21,9 +27,9 @@ export function check(input: string): string {
   // lnet-nets hands on an empty list while LNet, configured only at the first
   // mount, names no interface yet: there is nothing to judge, and failing would
   // gate the very mount that configures LNet.
-  if (o.input.hasFact(FACT) && namesNone(o.input.fact(FACT))) return respond(Result.pass("NoInterfacesNamed", "LNet names no interface yet (lnet.interfaces is empty, lnetConfiguredAt: mount): none to check until it is configured"));
+  if (o.input.hasFact(FACT) && namesNone(o.input.fact(FACT))) return respond(Result.pass("NoInterfacesNamed", "LNet names no interface yet (lnet.interfaces is empty, lnetConfiguredAt: mount): none to check until it is configured").stable());
   const failure = o.failure;
-  return respond(failure !== null ? failure : evaluate(o));
+  return respond((failure !== null ? failure : evaluate(o)).stable());
 }
 
 /** Only commas and blanks (space, tab, CR, LF): the host reads no interface for such a list. */

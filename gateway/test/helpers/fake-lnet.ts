@@ -109,6 +109,12 @@ function apply(dir: string, sysfs: string, procfs: string, spec: Omit<FakeLnetSp
   }
 }
 
+/** `net show` with one tcp NI per interface, in order, so lnet-nets reports them as lnet.interfaces. */
+export function netShowOver(ifaces: readonly string[]): string {
+  const nis = ifaces.map((i, k) => `        - nid: 10.0.${k >> 8}.${(k & 255) + 1}@tcp\n          status: up\n          interfaces:\n              0: ${i}\n`).join("");
+  return `net:\n    - net type: lo\n      local NI(s):\n        - nid: 0@lo\n          status: up\n    - net type: tcp\n      local NI(s):\n${nis}`;
+}
+
 export function fakeLnet(spec: FakeLnetSpec = {}): FakeLnet {
   const dir = mkdtempSync(join(tmpdir(), "probegate-fake-lnet-"));
   if (spec.base !== undefined) {

@@ -1,0 +1,64 @@
+// Issue 43, a round's crossings: the shipped net-interfaces marks its verdict
+// stable, so a readiness round on a node whose interfaces did not change calls
+// no plugin for it. Through a real gateway process on a fake LNet node (fake
+// lnetctl for lnet-nets' interface list, a fake sysfs for operstate), counted
+// from /metrics as an operator would see it: the verdict is reused round after
+// round, an interface going down is judged in the next round, and coming back
+// up is judged again.
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { fakeLnet, netShowOver } from "./helpers/fake-lnet.js";
+import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
+import { gatewayTestScope } from "./helpers/test-scope.js";
+import { waitFor } from "./hostile/harness.js";
+
+const scope = gatewayTestScope();
+
+async function evaluations(gw: GatewayProcess, check: string): Promise<{ run: number; reused: number }> {
+  const text = await (await fetch(`http://${gw.http}/metrics`)).text();
+  const count = (result: string) => {
+    const line = text.split("\n").find((l) => l.startsWith(`probegate_check_evaluations_total{check="${check}",result="${result}"}`));
+    return Number(line?.split(" ").pop() ?? 0);
+  };
+  return { run: count("run"), reused: count("reused") };
+}
+
+async function condition(gw: GatewayProcess, name: string): Promise<{ status: string; reason: string; message: string } | undefined> {
+  const res = await fetch(`http://${gw.http}/readyz`, { headers: { accept: "application/json" } });
+  return ((await res.json()) as { conditions: Array<{ name: string; status: string; reason: string; message: string }> }).conditions.find((c) => c.name === name);
+}
+
+describe("net-interfaces' stable verdict", () => {
+  it("is reused while operstate is unchanged, and judged again in the round after an interface changes", async () => {
+    const node = fakeLnet({ netShow: { out: netShowOver(["eth0", "ib0"]) }, operstate: { eth0: "up\n", ib0: "up\n" } });
+    scope.nodes.push(node);
+    const plugins = join(scope.path(), "plugins");
+    mkdirSync(plugins);
+    for (const name of ["lnet-nets", "net-interfaces"]) copyFileSync(join(ROOT, "dist", "plugins", `${name}.wasm`), join(plugins, `${name}.wasm`));
+    const gw = await startGatewayProcess([`--path.sysfs=${node.sysfs}`, `--path.procfs=${node.procfs}`, "--check-interval=1s", `--plugins-dir=${plugins}`], { env: node.env });
+    scope.running.push(gw);
+    const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what, 30_000);
+
+    await until(async () => (await condition(gw, "net-interfaces"))?.reason === "InterfacesUp", "net-interfaces to pass");
+    const first = await evaluations(gw, "net-interfaces");
+    await until(async () => (await evaluations(gw, "net-interfaces")).reused >= first.reused + 3, "three rounds that reuse the verdict");
+    // Rounds went on; the sandbox was not called for it again.
+    expect((await evaluations(gw, "net-interfaces")).run).toBe(first.run);
+    expect(await condition(gw, "net-interfaces")).toMatchObject({ status: "pass", reason: "InterfacesUp" });
+
+    // ib0 loses its link: the next round reads another operstate, so the plugin is called.
+    writeFileSync(join(node.sysfs, "class", "net", "ib0", "operstate"), "down\n");
+    await until(async () => (await condition(gw, "net-interfaces"))?.reason === "InterfaceDown", "net-interfaces to see ib0 down");
+    expect((await condition(gw, "net-interfaces"))?.message).toContain("ib0 (down)");
+    const down = await evaluations(gw, "net-interfaces");
+    expect(down.run).toBe(first.run + 1);
+    // A failing verdict is as stable: reused while ib0 stays down.
+    await until(async () => (await evaluations(gw, "net-interfaces")).reused >= down.reused + 2, "the failing verdict reused");
+    expect((await evaluations(gw, "net-interfaces")).run).toBe(down.run);
+
+    writeFileSync(join(node.sysfs, "class", "net", "ib0", "operstate"), "up\n");
+    await until(async () => (await condition(gw, "net-interfaces"))?.reason === "InterfacesUp", "net-interfaces to pass again");
+    expect((await evaluations(gw, "net-interfaces")).run).toBe(down.run + 1);
+  }, 90_000);
+});
