@@ -1,10 +1,13 @@
-// Issue 43, a round's crossings: the shipped net-interfaces marks its verdict
-// stable, so a readiness round on a node whose interfaces did not change calls
-// no plugin for it. Through a real gateway process on a fake LNet node (fake
-// lnetctl for lnet-nets' interface list, a fake sysfs for operstate), counted
-// from /metrics as an operator would see it: the verdict is reused round after
-// round, an interface going down is judged in the next round, and coming back
-// up is judged again.
+// Issue 43, a round's crossings: bundled checks that mark their verdict
+// stable, so a quiet node's rounds call no plugin. Through a real gateway
+// process on a fake LNet node (fake lnetctl for lnet-nets' interface list, a
+// fake sysfs for operstate, a fake procfs mount table), counted from /metrics
+// as an operator would see it:
+// - net-interfaces (readiness): reused round after round, judged in the round
+//   after an interface goes down, and again when it comes back;
+// - lnet-servers (storage) on a node with no Lustre mount: nothing to ping,
+//   reused storage round after storage round; a Lustre mount appearing makes
+//   the next round call it.
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -60,5 +63,34 @@ describe("net-interfaces' stable verdict", () => {
     writeFileSync(join(node.sysfs, "class", "net", "ib0", "operstate"), "up\n");
     await until(async () => (await condition(gw, "net-interfaces"))?.reason === "InterfacesUp", "net-interfaces to pass again");
     expect((await evaluations(gw, "net-interfaces")).run).toBe(down.run + 1);
+  }, 90_000);
+});
+
+describe("lnet-servers' stable verdict on a node with no Lustre mount", () => {
+  it("is reused storage round after storage round, and the round after a Lustre mount appears calls it", async () => {
+    const node = fakeLnet({ netShow: { out: netShowOver(["eth0"]) } });
+    scope.nodes.push(node);
+    const mounts = join(node.procfs, "1", "mounts");
+    mkdirSync(join(node.procfs, "1"), { recursive: true });
+    writeFileSync(mounts, "/dev/sda1 / ext4 rw 0 0\n");
+    const plugins = join(scope.path(), "plugins-servers");
+    mkdirSync(plugins);
+    copyFileSync(join(ROOT, "dist", "plugins", "lnet-servers.wasm"), join(plugins, "lnet-servers.wasm"));
+    const gw = await startGatewayProcess(
+      [`--path.sysfs=${node.sysfs}`, `--path.procfs=${node.procfs}`, "--check-interval=1s", "--health-interval=1s", `--plugins-dir=${plugins}`],
+      { env: node.env },
+    );
+    scope.running.push(gw);
+    const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what, 30_000);
+
+    await until(async () => (await condition(gw, "lnet-servers"))?.reason === "NoLustreServers", "lnet-servers to find no server");
+    const first = await evaluations(gw, "lnet-servers");
+    await until(async () => (await evaluations(gw, "lnet-servers")).reused >= first.reused + 3, "three storage rounds that reuse the verdict");
+    expect((await evaluations(gw, "lnet-servers")).run).toBe(first.run);
+
+    // A Lustre mount: the source now reads the servers (or fails to), so the plugin is called.
+    writeFileSync(mounts, "/dev/sda1 / ext4 rw 0 0\n10.0.0.2@tcp:/lustrefs /mnt/lustre lustre rw,flock 0 0\n");
+    await until(async () => (await evaluations(gw, "lnet-servers")).run > first.run, "lnet-servers called after the mount appeared");
+    expect((await condition(gw, "lnet-servers"))?.reason).not.toBe("NoLustreServers");
   }, 90_000);
 });
