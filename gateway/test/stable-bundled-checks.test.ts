@@ -32,6 +32,18 @@ async function condition(gw: GatewayProcess, name: string): Promise<{ status: st
   return ((await res.json()) as { conditions: Array<{ name: string; status: string; reason: string; message: string }> }).conditions.find((c) => c.name === name);
 }
 
+/** Waits for `pred`, 30 s at most (rounds are slow on a loaded machine). */
+const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what, 30_000);
+
+/** Once `check` answers `reason`, three more rounds reuse its verdict and none calls it; its counts then. */
+async function reusedWhileQuiet(gw: GatewayProcess, check: string, reason: string): Promise<{ run: number; reused: number }> {
+  await until(async () => (await condition(gw, check))?.reason === reason, `${check} to answer ${reason}`);
+  const first = await evaluations(gw, check);
+  await until(async () => (await evaluations(gw, check)).reused >= first.reused + 3, `three rounds that reuse ${check}'s verdict`);
+  expect((await evaluations(gw, check)).run).toBe(first.run);
+  return first;
+}
+
 describe("net-interfaces' stable verdict", () => {
   it("is reused while operstate is unchanged, and judged again in the round after an interface changes", async () => {
     const node = fakeLnet({ netShow: { out: netShowOver(["eth0", "ib0"]) }, operstate: { eth0: "up\n", ib0: "up\n" } });
@@ -41,13 +53,9 @@ describe("net-interfaces' stable verdict", () => {
     for (const name of ["lnet-nets", "net-interfaces"]) copyFileSync(join(ROOT, "dist", "plugins", `${name}.wasm`), join(plugins, `${name}.wasm`));
     const gw = await startGatewayProcess([`--path.sysfs=${node.sysfs}`, `--path.procfs=${node.procfs}`, "--check-interval=1s", `--plugins-dir=${plugins}`], { env: node.env });
     scope.running.push(gw);
-    const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what, 30_000);
 
-    await until(async () => (await condition(gw, "net-interfaces"))?.reason === "InterfacesUp", "net-interfaces to pass");
-    const first = await evaluations(gw, "net-interfaces");
-    await until(async () => (await evaluations(gw, "net-interfaces")).reused >= first.reused + 3, "three rounds that reuse the verdict");
-    // Rounds went on; the sandbox was not called for it again.
-    expect((await evaluations(gw, "net-interfaces")).run).toBe(first.run);
+    // Rounds go on; the sandbox is not called for it again.
+    const first = await reusedWhileQuiet(gw, "net-interfaces", "InterfacesUp");
     expect(await condition(gw, "net-interfaces")).toMatchObject({ status: "pass", reason: "InterfacesUp" });
 
     // ib0 loses its link: the next round reads another operstate, so the plugin is called.
@@ -81,12 +89,8 @@ describe("lnet-servers' stable verdict on a node with no Lustre mount", () => {
       { env: node.env },
     );
     scope.running.push(gw);
-    const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what, 30_000);
 
-    await until(async () => (await condition(gw, "lnet-servers"))?.reason === "NoLustreServers", "lnet-servers to find no server");
-    const first = await evaluations(gw, "lnet-servers");
-    await until(async () => (await evaluations(gw, "lnet-servers")).reused >= first.reused + 3, "three storage rounds that reuse the verdict");
-    expect((await evaluations(gw, "lnet-servers")).run).toBe(first.run);
+    const first = await reusedWhileQuiet(gw, "lnet-servers", "NoLustreServers");
 
     // A Lustre mount: the source now reads the servers (or fails to), so the plugin is called.
     writeFileSync(mounts, "/dev/sda1 / ext4 rw 0 0\n10.0.0.2@tcp:/lustrefs /mnt/lustre lustre rw,flock 0 0\n");
