@@ -206,7 +206,10 @@ if (SPACED) {
       await Promise.all([0, 1, 2].map(() => checked({ ...spec, ...(spawnerPid !== undefined ? { spawner: roundSpawner } : {}) })));
       for (const f of files) readKernelFile(f, MiB);
     }
-    for (let i = 0; i < plugins; i++) await roundRuntime.runCheck(ni, upInput);
+    for (let i = 0; i < plugins; i++) {
+      const r = await roundRuntime.runCheck(ni, upInput);
+      if (r.kind !== "verdict") throw new Error(`net-interfaces: ${r.reason}: ${r.message}`);
+    }
   };
   // The three kinds of gap take turns in a shuffled order each cycle, and each
   // kind's median gap is taken: whatever else the process does meanwhile (the
