@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runProbegate, startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
+import { checkEvaluations } from "./helpers/readyz.js";
 import { compileAs } from "./hostile/build.js";
 import { waitFor } from "./hostile/harness.js";
 
@@ -35,11 +36,7 @@ beforeAll(async () => {
   [gate, store] = await Promise.all([plugin("gate", "readiness", true), plugin("store", "storage", false)]);
 }, 120_000);
 
-async function calls(gw: GatewayProcess, check: string): Promise<number> {
-  const text = await (await fetch(`http://${gw.http}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`probegate_check_evaluations_total{check="${check}",result="run"}`));
-  return Number(line?.split(" ").pop() ?? 0);
-}
+const calls = async (gw: GatewayProcess, check: string): Promise<number> => (await checkEvaluations(gw, check)).run;
 
 /** Waits for `pred`, 30 s at most (rounds are slow on a loaded machine). */
 const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what, 30_000);

@@ -11,7 +11,8 @@ import { describe, expect, it } from "vitest";
 import { readFixture } from "../src/cli/plugin-test/fixture-file.js";
 import { compareVerdict } from "../src/cli/plugin-test/fixture-run.js";
 import { fakeLnet, netShowOver } from "./helpers/fake-lnet.js";
-import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
+import { ROOT, startGatewayProcess } from "./helpers/gateway-process.js";
+import { readyzConditions as conditions } from "./helpers/readyz.js";
 import { gatewayTestScope } from "./helpers/test-scope.js";
 import { op, v2Module } from "./hostile/wasm-asm.js";
 
@@ -26,17 +27,6 @@ const NAMES = Object.keys(BUILDS);
 const scope = gatewayTestScope();
 const { running, nodes } = scope;
 
-interface Condition {
-  name: string;
-  status: string;
-  reason: string;
-  message: string;
-}
-
-async function conditions(gw: GatewayProcess): Promise<Condition[]> {
-  const res = await fetch(`http://${gw.http}/readyz`, { headers: { accept: "application/json" } });
-  return ((await res.json()) as { conditions: Condition[] }).conditions;
-}
 
 async function until<T>(fn: () => Promise<T | null>, what: string, timeoutMs = 30_000): Promise<T> {
   const start = Date.now();

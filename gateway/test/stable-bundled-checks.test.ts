@@ -13,23 +13,14 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fakeLnet, netShowOver } from "./helpers/fake-lnet.js";
 import { ROOT, startGatewayProcess, type GatewayProcess } from "./helpers/gateway-process.js";
+import { checkEvaluations, readyzConditions } from "./helpers/readyz.js";
 import { gatewayTestScope } from "./helpers/test-scope.js";
 import { waitFor } from "./hostile/harness.js";
 
 const scope = gatewayTestScope();
 
-async function evaluations(gw: GatewayProcess, check: string): Promise<{ run: number; reused: number }> {
-  const text = await (await fetch(`http://${gw.http}/metrics`)).text();
-  const count = (result: string) => {
-    const line = text.split("\n").find((l) => l.startsWith(`probegate_check_evaluations_total{check="${check}",result="${result}"}`));
-    return Number(line?.split(" ").pop() ?? 0);
-  };
-  return { run: count("run"), reused: count("reused") };
-}
-
-async function condition(gw: GatewayProcess, name: string): Promise<{ status: string; reason: string; message: string } | undefined> {
-  const res = await fetch(`http://${gw.http}/readyz`, { headers: { accept: "application/json" } });
-  return ((await res.json()) as { conditions: Array<{ name: string; status: string; reason: string; message: string }> }).conditions.find((c) => c.name === name);
+async function condition(gw: GatewayProcess, name: string) {
+  return (await readyzConditions(gw)).find((c) => c.name === name);
 }
 
 /** Waits for `pred`, 30 s at most (rounds are slow on a loaded machine). */
@@ -38,9 +29,9 @@ const until = (pred: () => Promise<boolean>, what: string) => waitFor(pred, what
 /** Once `check` answers `reason`, three more rounds reuse its verdict and none calls it; its counts then. */
 async function reusedWhileQuiet(gw: GatewayProcess, check: string, reason: string): Promise<{ run: number; reused: number }> {
   await until(async () => (await condition(gw, check))?.reason === reason, `${check} to answer ${reason}`);
-  const first = await evaluations(gw, check);
-  await until(async () => (await evaluations(gw, check)).reused >= first.reused + 3, `three rounds that reuse ${check}'s verdict`);
-  expect((await evaluations(gw, check)).run).toBe(first.run);
+  const first = await checkEvaluations(gw, check);
+  await until(async () => (await checkEvaluations(gw, check)).reused >= first.reused + 3, `three rounds that reuse ${check}'s verdict`);
+  expect((await checkEvaluations(gw, check)).run).toBe(first.run);
   return first;
 }
 
@@ -62,15 +53,15 @@ describe("net-interfaces' stable verdict", () => {
     writeFileSync(join(node.sysfs, "class", "net", "ib0", "operstate"), "down\n");
     await until(async () => (await condition(gw, "net-interfaces"))?.reason === "InterfaceDown", "net-interfaces to see ib0 down");
     expect((await condition(gw, "net-interfaces"))?.message).toContain("ib0 (down)");
-    const down = await evaluations(gw, "net-interfaces");
+    const down = await checkEvaluations(gw, "net-interfaces");
     expect(down.run).toBe(first.run + 1);
     // A failing verdict is as stable: reused while ib0 stays down.
-    await until(async () => (await evaluations(gw, "net-interfaces")).reused >= down.reused + 2, "the failing verdict reused");
-    expect((await evaluations(gw, "net-interfaces")).run).toBe(down.run);
+    await until(async () => (await checkEvaluations(gw, "net-interfaces")).reused >= down.reused + 2, "the failing verdict reused");
+    expect((await checkEvaluations(gw, "net-interfaces")).run).toBe(down.run);
 
     writeFileSync(join(node.sysfs, "class", "net", "ib0", "operstate"), "up\n");
     await until(async () => (await condition(gw, "net-interfaces"))?.reason === "InterfacesUp", "net-interfaces to pass again");
-    expect((await evaluations(gw, "net-interfaces")).run).toBe(down.run + 1);
+    expect((await checkEvaluations(gw, "net-interfaces")).run).toBe(down.run + 1);
   }, 90_000);
 });
 
@@ -94,7 +85,7 @@ describe("lnet-servers' stable verdict on a node with no Lustre mount", () => {
 
     // A Lustre mount: the source now reads the servers (or fails to), so the plugin is called.
     writeFileSync(mounts, "/dev/sda1 / ext4 rw 0 0\n10.0.0.2@tcp:/lustrefs /mnt/lustre lustre rw,flock 0 0\n");
-    await until(async () => (await evaluations(gw, "lnet-servers")).run > first.run, "lnet-servers called after the mount appeared");
+    await until(async () => (await checkEvaluations(gw, "lnet-servers")).run > first.run, "lnet-servers called after the mount appeared");
     expect((await condition(gw, "lnet-servers"))?.reason).not.toBe("NoLustreServers");
   }, 90_000);
 });

@@ -21,3 +21,27 @@ export async function untilReadyz(gw: GatewayProcess, pred: (r: ReadyzAnswer) =>
   }
   throw new Error(`timed out waiting for ${what}; last /readyz?verbose:\n${last.text}`);
 }
+
+/** One check's condition as /readyz's JSON gives it (the fields every caller reads). */
+export interface ReadyzCondition {
+  name: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+/** Every check's condition, from /readyz's JSON. */
+export async function readyzConditions(gw: GatewayProcess): Promise<ReadyzCondition[]> {
+  const res = await fetch(`http://${gw.http}/readyz`, { headers: { accept: "application/json" } });
+  return ((await res.json()) as { conditions: ReadyzCondition[] }).conditions;
+}
+
+/** How often `check` was called (`run`) and its stable verdict kept (`reused`), from /metrics. */
+export async function checkEvaluations(gw: GatewayProcess, check: string): Promise<{ run: number; reused: number }> {
+  const text = await (await fetch(`http://${gw.http}/metrics`)).text();
+  const count = (result: string) => {
+    const line = text.split("\n").find((l) => l.startsWith(`probegate_check_evaluations_total{check="${check}",result="${result}"}`));
+    return Number(line?.split(" ").pop() ?? 0);
+  };
+  return { run: count("run"), reused: count("reused") };
+}
