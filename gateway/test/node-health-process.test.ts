@@ -25,6 +25,7 @@ import { FakeCsiDriver, rawCall, unixClient } from "./helpers/fake-csi-driver.js
 import { LegacyNodeRpcType, NodeGetVolumeStatsResponseSchema as LegacyStatsSchema } from "../gen/probegate/legacy/v1/volume_condition_pb.js";
 import { startGatewayProcess, tempDir, type GatewayProcess } from "./helpers/gateway-process.js";
 import { storagePlugin, volumePlugin } from "./helpers/health-plugins.js";
+import { fakeStatScript } from "./helpers/fake-stat.js";
 
 const UNREACHABLE = JSON.stringify({
   status: "fail",
@@ -35,13 +36,7 @@ const UNREACHABLE = JSON.stringify({
 });
 
 // Prints what `stat -f -c …` would for a path, or fails like it does on an evicted client.
-const FAKE_STAT = `#!/bin/sh
-for p; do :; done
-case "$p" in
-  *shutdown*) echo "stat: cannot read file system information for '$p': Cannot send after transport endpoint shutdown" >&2; exit 1 ;;
-esac
-echo bd00bd0
-`;
+const FAKE_STAT = fakeStatScript({ failures: { "*shutdown*": "Cannot send after transport endpoint shutdown" } });
 
 /** A fake node: procfs whose kernel.release word drives the storage test plugin, and a fake stat on PATH. */
 async function fakeNode() {

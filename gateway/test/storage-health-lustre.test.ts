@@ -12,17 +12,14 @@ import { ROOT } from "./helpers/gateway-process.js";
 import { startChecks } from "./helpers/checks-harness.js";
 import { compileAs } from "./hostile/build.js";
 import { silentLogger, waitFor } from "./hostile/harness.js";
+import { fakeStatScript } from "./helpers/fake-stat.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const FAKE_STAT = `#!/bin/sh
-echo "$$ $5" >> "$FAKE_STAT_LOG"
-while [ -e "$FAKE_STAT_HANG" ]; do sleep 0.05; done
-echo bd00bd0
-`;
+const FAKE_STAT = fakeStatScript({ hang: "*" });
 
 const SPAWNER = defaultSpawnerPath();
 const KUBELET = "/var/lib/kubelet";

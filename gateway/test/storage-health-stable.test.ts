@@ -21,15 +21,14 @@ import { ROOT } from "./helpers/gateway-process.js";
 import { callsIn, COUNTING_PLUGIN_PRELUDE, metricValue, startChecks } from "./helpers/checks-harness.js";
 import { compileAs } from "./hostile/build.js";
 import { silentLogger, waitFor } from "./hostile/harness.js";
+import { fakeStatScript } from "./helpers/fake-stat.js";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const FAKE_STAT = `#!/bin/sh
-echo bd00bd0
-`;
+const FAKE_STAT = fakeStatScript();
 const KUBELET = "/var/lib/kubelet";
 const target = (pv: string) => `${KUBELET}/pods/p-${pv}/volumes/kubernetes.io~csi/${pv}/mount`;
 const now = Math.floor(Date.now() / 1000);

@@ -20,6 +20,7 @@ import { unixClient } from "./helpers/fake-csi-driver.js";
 import { startGateway } from "../src/gateway.js";
 import { LocalProbeSource } from "../src/services/probe-source.js";
 import { parseEndpoint } from "../src/transport/endpoint.js";
+import { fakeStatScript } from "./helpers/fake-stat.js";
 
 const DEGRADED = JSON.stringify({
   status: "fail",
@@ -44,18 +45,10 @@ beforeAll(async () => {
   };
 }, 120_000);
 
-const FAKE_STAT = `#!/bin/sh
-p="$5"
-echo "$$ $p" >> "$FAKE_STAT_LOG"
-case "$p" in
-  *hang*) while [ -e "$FAKE_STAT_HANG" ]; do sleep 0.05; done ;;
-esac
-case "$p" in
-  *missing*) echo "stat: cannot read file system information for '$p': No such file or directory" >&2; exit 1 ;;
-  *shutdown*) echo "stat: cannot read file system information for '$p': Cannot send after transport endpoint shutdown" >&2; exit 1 ;;
-esac
-echo bd00bd0
-`;
+const FAKE_STAT = fakeStatScript({
+  hang: "*hang*",
+  failures: { "*missing*": "No such file or directory", "*shutdown*": "Cannot send after transport endpoint shutdown" },
+});
 
 interface Setup {
   root: string;
@@ -316,7 +309,7 @@ describe("volume health", () => {
     expect(s.statLog().some((l) => l.includes("/mnt/../x"))).toBe(false);
   });
 
-  it("a hanging statfs: one probe per path, never spawned again while it hangs, reported hung; the rest goes on", async () => {
+  it("a hanging statfs: the batch it stops and one probe of its own, never spawned again while it hangs, reported hung; the rest goes on", async () => {
     const s = await setup({ plugins: ["ready", "vol"], statfsBoundMs: 1000 });
     writeFileSync(join(s.root, "hang"), "");
     s.health.registry.remember({ volumeId: "vh", targetPath: "/mnt/hang1", origin: "publish" });
@@ -325,9 +318,12 @@ describe("volume health", () => {
       await s.round();
       await new Promise((r) => setTimeout(r, 1100));
     }
+    // Both volumes' paths went to one stat, which stopped at hang1: past the
+    // bound each path got a probe of its own, and nothing more was started.
     const hung = s.statLog().filter((l) => l.endsWith(" /mnt/hang1"));
-    expect(hung).toHaveLength(1);
-    expect(s.catalog.statfsOutstanding()).toBe(1);
+    expect(hung).toHaveLength(2);
+    expect(new Set(hung.map((l) => l.split(" ")[0])).size).toBe(2);
+    expect(s.catalog.statfsOutstanding()).toBe(2);
     const entries = s.health.view.volume("vh")!;
     expect(entries).toMatchObject([{ status: "INACCESSIBLE", reason: "MountHung" }]);
     const ms = Number(/\/mnt\/hang1 hung (\d+)/.exec(entries[0]!.message)![1]);
@@ -372,9 +368,9 @@ describe("volume health", () => {
       expect(await probe(client)).toEqual({ ready: true });
     }
     for (let i = 0; i < 8; i++) expect(s.health.view.volume(`v${i}`)).toMatchObject([{ status: "INACCESSIBLE", reason: "MountHung" }]);
-    // One process per hung mount, however many rounds asked.
-    expect(s.catalog.statfsOutstanding()).toBe(8);
-    expect(s.statLog()).toHaveLength(8);
+    // One process per hung mount and the batch that stopped at the first, however many rounds asked.
+    expect(s.catalog.statfsOutstanding()).toBe(9);
+    expect(s.statLog()).toHaveLength(9);
   });
 
   it("reuses a healthy path's answer for the statfs interval, never a failure", async () => {
@@ -391,15 +387,39 @@ describe("volume health", () => {
     expect(s.health.view.volume("m")).toMatchObject([{ reason: "StatfsFailed" }]);
   });
 
-  it("caps the probes outstanding: past the cap a path is `error EAGAIN`, nothing spawned", async () => {
+  it("probes a round's paths in one stat; a path that fails there gets its own error, then probes of its own", async () => {
+    const s = await setup({ plugins: ["vol"] });
+    s.health.registry.remember({ volumeId: "a", targetPath: "/mnt/fine-a", origin: "publish" });
+    s.health.registry.remember({ volumeId: "b", targetPath: "/mnt/fine-b", origin: "publish" });
+    s.health.registry.remember({ volumeId: "c", targetPath: "/mnt/shutdown-c", origin: "publish" });
+    await s.round();
+    const first = s.statLog();
+    expect(first.map((l) => l.split(" ")[1]).sort()).toEqual(["/mnt/fine-a", "/mnt/fine-b", "/mnt/shutdown-c"]);
+    expect(new Set(first.map((l) => l.split(" ")[0])).size).toBe(1);
+    expect(s.health.view.volume("a")).toEqual([]);
+    expect(s.health.view.volume("b")).toEqual([]);
+    expect(s.health.view.volume("c")).toMatchObject([{ reason: "StatfsFailed", message: expect.stringContaining("/mnt/shutdown-c error ESHUTDOWN") }]);
+
+    await new Promise((r) => setTimeout(r, 1100)); // past the source cache's second
+    await s.round();
+    const second = s.statLog().slice(first.length);
+    // The healthy two together again; the failing one alone, still with its own error.
+    const byPid = new Map<string, string[]>();
+    for (const [pid, path] of second.map((l) => l.split(" "))) byPid.set(pid!, [...(byPid.get(pid!) ?? []), path!]);
+    expect([...byPid.values()].map((paths) => paths.sort()).sort()).toEqual([["/mnt/fine-a", "/mnt/fine-b"], ["/mnt/shutdown-c"]]);
+    expect(s.health.view.volume("c")).toMatchObject([{ reason: "StatfsFailed", message: expect.stringContaining("/mnt/shutdown-c error ESHUTDOWN") }]);
+  });
+
+  it("caps the probes outstanding (a batch is one): past the cap a path is `error EAGAIN`, nothing spawned", async () => {
     const s = await setup({ plugins: ["vol"], statfsMaxOutstanding: 2, statfsBoundMs: 200 });
     writeFileSync(join(s.root, "hang"), "");
     for (let i = 0; i < 3; i++) s.health.registry.remember({ volumeId: `v${i}`, targetPath: `/mnt/hang${i}`, origin: "publish" });
     await s.round();
     await s.round();
     const reasons = [0, 1, 2].map((i) => s.health.view.volume(`v${i}`)![0]!);
-    expect(reasons.filter((e) => e.reason === "MountHung")).toHaveLength(2);
-    expect(reasons.filter((e) => e.reason === "StatfsFailed" && e.message.includes(" error EAGAIN"))).toHaveLength(1);
+    // The hung batch holds one place and hang0's own probe the other.
+    expect(reasons.filter((e) => e.reason === "MountHung")).toHaveLength(1);
+    expect(reasons.filter((e) => e.reason === "StatfsFailed" && e.message.includes(" error EAGAIN"))).toHaveLength(2);
     expect(s.catalog.statfsOutstanding()).toBe(2);
     expect(s.statLog()).toHaveLength(2);
   });

@@ -174,7 +174,7 @@ export const FLAGS = [
   flag({ group: "Checks", name: "max-volumes", arg: "N", default: "1024", parse: wholeNumber(1_000_000),
     help: "Volumes whose health is evaluated at most; past it a new volume is refused (counted in probegate_volumes_refused_total) and the known ones keep being evaluated." }),
   flag({ group: "Checks", name: "statfs-timeout", arg: "DURATION", default: "5s", parse: durationAtLeast(1),
-    help: "A volume's statfs (stat -f in a child process, run like lnetctl) still running after this is reported hung. It is not started again while it runs: at most one per mount path, however long the hang." }),
+    help: "A volume's statfs (stat -f in a child process, run like lnetctl) still running after this is reported hung (the paths due together share one stat; past this, each is probed on its own, so a hang shows within twice this). A path's own probe is not started again while it runs: at most one per mount path, however long the hang." }),
   flag({ group: "Checks", name: "server-ping-interval", arg: "DURATION", default: "30s", parse: durationAtLeast(1000),
     help: "Each NID of the Lustre servers the mounted file systems use (MGS from the mount sources, MDS/OSS from the imports; source lnet.server_pings) and of lnet-self-ping's peers: is pinged (lnetctl ping, run like lnetctl) at most once per this long (less a tenth, at most 2 s, so that storage rounds at the same cadence do not skip every other ping); its last answer is what the checks see until then. At most one ping per NID is ever outstanding." }),
   flag({ group: "Checks", name: "command-spawner", arg: "on|off", default: "on", parse: oneOf(["on", "off"]),

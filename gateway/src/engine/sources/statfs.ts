@@ -5,14 +5,24 @@
 // thread for as long, and four such hangs stop every file read): it runs as a
 // child process, `stat -f` by argv through the same prefix or namespace as
 // lnetctl (the mount lives in that mount namespace), and:
-// - at most one probe per path is ever outstanding: a probe still running
-//   after the bound is reported `hung MS` and kept, and later reads of that
-//   path report it again (MS growing) instead of starting another;
+// - the paths due in one turn of the event loop (a volume round asks for all
+//   its volumes at once) go to one `stat -f` together, since a process start
+//   is most of what a probe costs the node and a node may mount dozens of
+//   volumes. A batch that fails, prints what it should not, or is still
+//   running after the bound says nothing about which path is at fault: each
+//   of its paths is then probed on its own, so a hung or failing path never
+//   hides the others; the hung batch is kept like a hung probe;
+// - a path probed on its own (after a failure, or while hung) is probed on
+//   its own until it answers: at most one such probe per path is ever
+//   outstanding, a probe still running after the bound is reported `hung MS`
+//   and kept, and later reads of that path report it again (MS growing)
+//   instead of starting another. A path that hung is in at most two processes:
+//   the batch it stopped and its own probe;
 // - a hung child is tracked until it exits, however long that takes, and
 //   counts against a cap on all outstanding probes; past the cap a path is
 //   reported `error EAGAIN` instead of spawning (memory and processes stay bounded).
 // The probes are the process room's long-lived children (exec/room.ts
-// start()), one per path at most (exec/one-per-key.ts): through the command
+// start()), one per key at most (exec/one-per-key.ts): through the command
 // spawner when there is one (no fork of the gateway per probe), where a hung
 // probe is one idle slot of its poll loop, with no timeout, so it is neither
 // killed early nor able to stall the other commands.
@@ -86,39 +96,57 @@ export function formatStatfsLine(path: string, r: StatfsResult): string {
   return `${p} error ${r.code}`;
 }
 
-const OUTPUT_CAP = 4096;
+/**
+ * Paths in one batch at most: its argv (4 KiB a path at most) stays far
+ * below ARG_MAX.
+ */
+const BATCH_MAX = 32;
+
+/** One path's answer is a line; a batch's holds every path's name (4 KiB each at most). */
+const outputCap = (paths: number) => 4096 * (paths + 1);
 
 /** Remembered answers beyond this many paths are pruned (the stale first). */
 const MAX_REMEMBERED = 4096;
 
+/** A probe's answers, one per path of its argv, in order; a batch that told nothing usable: none. */
+type Answers = readonly StatfsResult[];
+
 export class StatfsProber {
-  private readonly probes: OnePerKey<StatfsResult>;
+  /** Outstanding probes: a path's own under the path, a batch under `\0batch N` (a path has no NUL). */
+  private readonly probes: OnePerKey<Answers>;
   private parsed: { text: string; entries: MountEntry[] } = { text: "", entries: [] };
   /** The last successful answer per path and when it came (performance.now()). */
   private readonly answers = new Map<string, { result: StatfsResult & { kind: "ok" }; at: number }>();
+  /** Paths whose last probe failed: probed on their own, for their own error, until one answers. */
+  private readonly alone = new Set<string>();
+  /** Paths waiting for the next batch, and who waits for each. */
+  private queued = new Map<string, Array<(r: StatfsResult) => void>>();
+  /** Paths in a batch now running, and its answer for them. */
+  private readonly batched = new Map<string, Promise<StatfsResult>>();
+  private batches = 0;
   /** English error texts, whatever the node's locale; one object, so the spawner encodes it once (spawner.ts). */
   private readonly env: NodeJS.ProcessEnv;
 
   constructor(private readonly opts: StatfsProberOptions) {
-    this.probes = new OnePerKey<StatfsResult>({ maxOutstanding: opts.maxOutstanding, ...(opts.onChange ? { onChange: opts.onChange } : {}) });
+    this.probes = new OnePerKey<Answers>({ maxOutstanding: opts.maxOutstanding, ...(opts.onChange ? { onChange: opts.onChange } : {}) });
     this.env = Object.freeze({ ...(opts.env ?? opts.room.env), LC_ALL: "C" });
   }
 
-  /** Probes now running (hung ones included). */
+  /** Probes now running (hung ones included; a batch counts once). */
   count(): number {
     return this.probes.count();
   }
 
-  /** Never rejects, and resolves within the bound (plus a process start). */
+  /** Never rejects, and resolves within twice the bound (plus two process starts). */
   async probe(path: string): Promise<StatfsResult> {
-    if (!this.probes.has(path)) {
+    let r: StatfsResult;
+    // A newline in a path would let one path's line pass for another's (interpretBatch).
+    if (this.probes.has(path) || this.alone.has(path) || path.includes("\n")) r = await this.single(path);
+    else {
       const last = this.answers.get(path);
-      if (last && performance.now() - last.at < this.opts.intervalMs) return { ...last.result, access: await this.access(path) };
+      if (last && performance.now() - last.at < this.opts.intervalMs) r = last.result;
+      else r = await (this.batched.get(path) ?? this.enqueue(path));
     }
-    const a = await this.probes.run(path, this.opts.boundMs, () => this.start(path));
-    if (a.kind === "refused") return { kind: "error", code: a.code };
-    if (a.kind === "hung") return a;
-    const r = a.value;
     if (r.kind !== "ok") return r;
     // ro/rw from the mount table of the same namespace: stat -f has no field for it.
     return { ...r, access: await this.access(path) };
@@ -127,6 +155,50 @@ export class StatfsProber {
   /** Kills every probe's process group; waits a moment for them (a process in a Lustre call may not die yet). */
   stop(graceMs = 1000): Promise<void> {
     return this.probes.stop(graceMs);
+  }
+
+  private enqueue(path: string): Promise<StatfsResult> {
+    if (this.queued.size === 0) setImmediate(() => this.flush());
+    return new Promise((resolve) => {
+      const waiting = this.queued.get(path);
+      if (waiting) waiting.push(resolve);
+      else this.queued.set(path, [resolve]);
+    });
+  }
+
+  private flush(): void {
+    const queued = this.queued;
+    this.queued = new Map();
+    const paths = [...queued.keys()];
+    for (let i = 0; i < paths.length; i += BATCH_MAX) {
+      const chunk = paths.slice(i, i + BATCH_MAX);
+      const done = this.batch(chunk);
+      chunk.forEach((p, j) => {
+        const answer = done.then((rs) => rs[j]!);
+        this.batched.set(p, answer);
+        void answer.then((r) => {
+          if (this.batched.get(p) === answer) this.batched.delete(p);
+          for (const resolve of queued.get(p)!) resolve(r);
+        });
+      });
+    }
+  }
+
+  /** One answer per path, in order. Never rejects. */
+  private async batch(paths: readonly string[]): Promise<Answers> {
+    if (paths.length === 1) return [await this.single(paths[0]!)];
+    const key = `\0batch ${++this.batches}`;
+    const a = await this.probes.run(key, this.opts.boundMs, () => this.start(paths));
+    if (a.kind === "done" && a.value.length === paths.length) return a.value;
+    return Promise.all(paths.map((p) => this.single(p)));
+  }
+
+  /** The path's own probe: started unless one is outstanding, waited for at most the bound. */
+  private async single(path: string): Promise<StatfsResult> {
+    const a = await this.probes.run(path, this.opts.boundMs, () => this.start([path]));
+    if (a.kind === "refused") return { kind: "error", code: a.code };
+    if (a.kind === "hung") return a;
+    return a.value[0] ?? { kind: "error", code: "EIO" };
   }
 
   private remember(path: string, result: StatfsResult & { kind: "ok" }): void {
@@ -147,30 +219,74 @@ export class StatfsProber {
     return m?.options.includes("ro") ? "ro" : "rw";
   }
 
-  private start(path: string): KeyedRun<StatfsResult> {
-    const probe: KeyedRun<StatfsResult> = { kill: undefined, done: Promise.resolve({ kind: "error", code: "EIO" }) };
-    probe.done = this.run(path, probe).then((r) => {
-      if (r.kind === "ok") this.remember(path, r);
-      else this.answers.delete(path);
-      return r;
+  private start(paths: readonly string[]): KeyedRun<Answers> {
+    const probe: KeyedRun<Answers> = { kill: undefined, done: Promise.resolve([]) };
+    const started = performance.now();
+    probe.done = this.run(paths, probe).then((rs) => {
+      // A batch past the bound was given up for its paths' own probes, and
+      // its early paths' answers are as old as its start: they tell nothing.
+      // (A path's own probe that returns late answers for now.)
+      if (rs.length !== paths.length || (paths.length > 1 && performance.now() - started >= this.opts.boundMs)) return rs;
+      paths.forEach((p, i) => {
+        const r = rs[i]!;
+        if (r.kind === "ok") {
+          this.remember(p, r);
+          this.alone.delete(p);
+        } else {
+          this.answers.delete(p);
+          this.alone.add(p);
+        }
+      });
+      return rs;
     });
     return probe;
   }
 
-  private async run(path: string, probe: KeyedRun<StatfsResult>): Promise<StatfsResult> {
-    const child = await this.opts.room.start({ argv: ["stat", "-f", "-c", "%t", "--", path], label: "stat -f", maxOutputBytes: OUTPUT_CAP, env: this.env });
+  private async run(paths: readonly string[], probe: KeyedRun<Answers>): Promise<Answers> {
+    // One path's argv is the same as it always was; several need their names back to be told apart.
+    const format = paths.length > 1 ? "%t %n" : "%t";
+    const child = await this.opts.room.start({ argv: ["stat", "-f", "-c", format, "--", ...paths], label: "stat -f", maxOutputBytes: outputCap(paths.length), env: this.env });
     if (!child.ok) {
-      if (child.stage === "place") return { kind: "error", code: /^(E[A-Z]+):/.exec(child.error)?.[1] ?? "EIO" };
-      if (child.stage === "program") return { kind: "error", code: "ENOEXEC" };
-      return { kind: "error", code: "ECANCELED" };
+      if (paths.length > 1) return [];
+      if (child.stage === "place") return [{ kind: "error", code: /^(E[A-Z]+):/.exec(child.error)?.[1] ?? "EIO" }];
+      if (child.stage === "program") return [{ kind: "error", code: "ENOEXEC" }];
+      return [{ kind: "error", code: "ECANCELED" }];
     }
     if (this.probes.isStopped) {
       child.kill();
-      return { kind: "error", code: "ECANCELED" };
+      return paths.length > 1 ? [] : [{ kind: "error", code: "ECANCELED" }];
     }
     probe.kill = child.kill;
-    return interpret(await child.result);
+    const r = await child.result;
+    return paths.length > 1 ? interpretBatch(r, paths) : [interpret(r)];
   }
+}
+
+/**
+ * A finished `stat -f -c '%t %n'` of several paths: for each path in order,
+ * the line `TYPE PATH` if it answered; stat prints nothing on stdout for a
+ * path that failed and one line on stderr, in the same order. Output that
+ * cannot be matched to the paths that way (killed, truncated, a line too
+ * many or too few): none. No path holds a newline (see probe()), so a line
+ * cannot be taken for another path's.
+ */
+function interpretBatch(r: CommandResult, paths: readonly string[]): Answers {
+  if (r.exitCode === null || r.truncated) return [];
+  const out: (StatfsResult | undefined)[] = [];
+  let at = 0;
+  for (const p of paths) {
+    const m = /^([0-9a-fA-F]{1,16}) /.exec(r.stdout.slice(at, at + 18));
+    if (m && r.stdout.startsWith(`${p}\n`, at + m[0].length)) {
+      out.push({ kind: "ok", fsType: m[1]!.toLowerCase(), access: "rw" });
+      at += m[0].length + p.length + 1;
+    } else out.push(undefined);
+  }
+  if (at !== r.stdout.length) return [];
+  const failed = out.filter((x) => x === undefined).length;
+  const errors = r.stderr.split("\n").filter((l) => l !== "");
+  if (failed !== errors.length || (failed > 0) !== (r.exitCode !== 0)) return [];
+  let e = 0;
+  return out.map((x) => x ?? { kind: "error", code: errnoFromStderr(errors[e++]!) });
 }
 
 /** A finished `stat -f -c %t`: its type in hex, or the errno its message (or its failed start) names. */
