@@ -1,8 +1,9 @@
 // The node reporter's memory of written Events stays bounded: readiness notes
 // carry the failing checks' messages, so a node whose messages vary (a
 // duration, a changing interface list) produces a new note per transition, and
-// each was remembered for ever. Driven through NodeEvents against the fake API
-// server over HTTP with probegate's own client, as the reporter drives it.
+// each was remembered for ever. And what is recorded while a write is on the
+// wire is written too. Driven through NodeEvents against the fake API server
+// over HTTP with probegate's own client, as the reporter drives it.
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -31,7 +32,7 @@ async function setup() {
   const flush = async (nowMs: number) => {
     while (events.pending) await events.writeOne(client, nowMs);
   };
-  return { api, events, flush };
+  return { api, events, flush, client };
 }
 
 const notReady = (i: number) => `probegate: node not ready: lnet-self-ping: PingFailed (no reply within ${1000 + i} ms)`;
@@ -76,3 +77,34 @@ describe("NodeEvents memory", () => {
     expect(api.eventsV1.size).toBe(51);
   });
 });
+
+describe("NodeEvents writes in flight", () => {
+  it("repeats recorded while an Event's write is on the wire are written after it, not lost", async () => {
+    const { api, events, flush, client } = await setup();
+    const t0 = Date.now();
+    events.record("Warning", "StorageUnreachable", "lustrefs: MDT0000 DISCONN", t0);
+    const writing = events.writeOne(client, t0);
+    // The create is on the wire: two more of the same join the queued entry.
+    events.record("Warning", "StorageUnreachable", "lustrefs: MDT0000 DISCONN", t0 + 1);
+    events.record("Warning", "StorageUnreachable", "lustrefs: MDT0000 DISCONN", t0 + 2);
+    await writing;
+    expect(events.pending).toBe(true);
+    await flush(t0 + 3);
+    const written = [...api.eventsV1.values()];
+    expect(written).toHaveLength(1);
+    expect(written[0]!.series?.count).toBe(3);
+  });
+
+  it("an Event a storm dropped from the queue while it was written costs no other Event its write", async () => {
+    const { api, events, flush, client } = await setup();
+    const t0 = Date.now();
+    events.record("Warning", "NodeNotReady", notReady(0), t0);
+    const writing = events.writeOne(client, t0);
+    for (let i = 1; i <= 64; i++) events.record("Warning", "NodeNotReady", notReady(i), t0 + i);
+    await writing;
+    await flush(t0 + 100);
+    const notes = new Set([...api.eventsV1.values()].map((e) => e.note));
+    for (let i = 0; i <= 64; i++) expect(notes.has(notReady(i))).toBe(true);
+  });
+});
+

@@ -82,26 +82,35 @@ export class NodeEvents {
     if (this.queue.length > QUEUE_LIMIT) this.queue.shift();
   }
 
-  /** Writes the oldest pending Event; throws KubeError (the Event stays queued). */
+  /**
+   * Writes the oldest pending Event; throws KubeError (the Event stays queued).
+   * Repeats recorded while the write is on the wire join the queued entry
+   * (record()) after this write built its body: they stay queued for the next
+   * write, so the Event's count in the API never loses them.
+   */
   async writeOne(api: KubeApi, nowMs: number): Promise<void> {
     const ev = this.queue[0];
     if (!ev) return;
+    const { count, lastMs } = ev;
     const key = `${ev.about.kind}\u0000${ev.about.name}\u0000${ev.type}\u0000${ev.reason}\u0000${ev.key}`;
     const prev = this.written.get(key);
     try {
       if (prev && nowMs - prev.lastMs < AGGREGATE_MS) {
-        const count = prev.count + ev.count;
-        await api.patchEvent(prev.api, EVENT_NAMESPACE, prev.name, this.repeatBody(prev.api, count, ev.lastMs));
-        this.remember(key, { ...prev, count, lastMs: ev.lastMs }, nowMs);
+        const total = prev.count + count;
+        await api.patchEvent(prev.api, EVENT_NAMESPACE, prev.name, this.repeatBody(prev.api, total, lastMs));
+        this.remember(key, { ...prev, count: total, lastMs }, nowMs);
       } else {
         let ns = BigInt(ev.firstMs) * 1_000_000n;
         if (ns <= this.lastNameNs) ns = this.lastNameNs + 1n;
         this.lastNameNs = ns;
         const name = `${ev.about.name}.${ns.toString(16)}`;
-        await this.create(api, name, ev);
-        this.remember(key, { name, count: ev.count, api: this.api, lastMs: ev.lastMs }, nowMs);
+        await this.create(api, name, { ...ev, count, lastMs });
+        this.remember(key, { name, count, api: this.api, lastMs }, nowMs);
       }
-      this.queue.shift();
+      // A storm may have dropped it from the queue meanwhile (record()); then nothing is left to write.
+      const at = this.queue.indexOf(ev);
+      if (at >= 0 && ev.count === count) this.queue.splice(at, 1);
+      else if (at >= 0) ev.count -= count;
     } catch (err) {
       // The Event may have expired (404 on patch): start a new one next time.
       if (err instanceof KubeError && err.status === 404 && prev) this.written.delete(key);
