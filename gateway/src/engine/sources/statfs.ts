@@ -8,10 +8,11 @@
 // - the paths due in one turn of the event loop (a volume round asks for all
 //   its volumes at once) go to one `stat -f` together, since a process start
 //   is most of what a probe costs the node and a node may mount dozens of
-//   volumes. A batch that fails, prints what it should not, or is still
-//   running after the bound says nothing about which path is at fault: each
-//   of its paths is then probed on its own, so a hung or failing path never
-//   hides the others; the hung batch is kept like a hung probe;
+//   volumes. stat answers each path in order, a line on stdout or an error
+//   on stderr; a batch whose output cannot be matched to its paths that way,
+//   or that is still running after the bound, says nothing about which path
+//   is at fault: each of its paths is then probed on its own, so a hung path
+//   never hides the others; the hung batch is kept like a hung probe;
 // - a path probed on its own (after a failure, or while hung) is probed on
 //   its own until it answers: at most one such probe per path is ever
 //   outstanding, a probe still running after the bound is reported `hung MS`
