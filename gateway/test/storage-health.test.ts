@@ -410,6 +410,19 @@ describe("volume health", () => {
     expect(s.health.view.volume("c")).toMatchObject([{ reason: "StatfsFailed", message: expect.stringContaining("/mnt/shutdown-c error ESHUTDOWN") }]);
   });
 
+  it("a round over 50 volumes probes their paths in two stats (at most 32 paths in one)", async () => {
+    const s = await setup({ plugins: ["vol"], statfsMaxOutstanding: 8 });
+    for (let i = 0; i < 50; i++) s.health.registry.remember({ volumeId: `v${i}`, targetPath: `/mnt/fine-${i}`, origin: "publish" });
+    await s.round();
+    await new Promise((r) => setTimeout(r, 1100)); // past the source cache's second
+    const before = s.statLog().length;
+    await s.round();
+    const perProcess = new Map<string, number>();
+    for (const l of s.statLog().slice(before)) perProcess.set(l.split(" ")[0]!, (perProcess.get(l.split(" ")[0]!) ?? 0) + 1);
+    expect([...perProcess.values()].sort((a, b) => a - b)).toEqual([18, 32]);
+    expect(s.health.view.volumes().filter((v) => v.entries!.length > 0)).toEqual([]);
+  });
+
   it("caps the probes outstanding (a batch is one): past the cap a path is `error EAGAIN`, nothing spawned", async () => {
     const s = await setup({ plugins: ["vol"], statfsMaxOutstanding: 2, statfsBoundMs: 200 });
     writeFileSync(join(s.root, "hang"), "");

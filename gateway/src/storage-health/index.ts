@@ -188,6 +188,11 @@ class HealthEvaluator implements StorageHealth {
     }
     const plugins = this.plugins("volume");
     const vols = new Map(this.book.all().map((v) => [v.volumeId, v]));
+    // Every volume's statfs asked for now, together: the prober puts the paths
+    // asked for in one turn in one stat (statfs.ts), where the workers below
+    // reach their volumes apart and would start one each. Each check's own
+    // read then joins or reuses these (the catalog's single flight and cache).
+    if (plugins.some((p) => p.manifest.sources.includes(STATFS))) for (const v of vols.values()) this.opts.catalog.read(STATFS, volumeFacts(v)).catch(() => {});
     const changed: string[] = [];
     await this.pool.each([...vols.keys()], async (id) => {
       if (await this.evaluate(vols.get(id)!, plugins)) changed.push(id);
@@ -211,14 +216,7 @@ class HealthEvaluator implements StorageHealth {
 
   /** Runs every volume plugin for one volume; returns whether its entries changed. */
   private async evaluate(v: KnownVolume, plugins: LoadedPlugin[]): Promise<boolean> {
-    const targets = [...v.targets];
-    const [targetPath, readOnly] = targets.length ? targets[targets.length - 1]! : ["", undefined];
-    const facts: Record<string, string> = {
-      "volume.id": v.volumeId,
-      "volume.path": targetPath,
-      "volume.stagingPath": v.stagingPath ?? "",
-      "volume.readOnly": readOnly === undefined ? "" : String(readOnly),
-    };
+    const facts = volumeFacts(v);
     const epoch = Math.floor(Date.now() / 1000);
     // Each check reads its Lustre listing narrowed to the volume's own mount
     // (scoped-sources.ts). The input carries round.epoch and a verdict may
@@ -320,4 +318,19 @@ class HealthEvaluator implements StorageHealth {
         }),
     };
   }
+}
+
+/** The source that probes a volume's paths (engine/sources/statfs.ts). */
+const STATFS = "volume.statfs";
+
+/** What the scope knows of a volume, as facts for its checks' sources and input. */
+function volumeFacts(v: KnownVolume): Record<string, string> {
+  const targets = [...v.targets];
+  const [targetPath, readOnly] = targets.length ? targets[targets.length - 1]! : ["", undefined];
+  return {
+    "volume.id": v.volumeId,
+    "volume.path": targetPath,
+    "volume.stagingPath": v.stagingPath ?? "",
+    "volume.readOnly": readOnly === undefined ? "" : String(readOnly),
+  };
 }
