@@ -27,7 +27,6 @@ const NAMES = Object.keys(BUILDS);
 const scope = gatewayTestScope();
 const { running, nodes } = scope;
 
-
 async function until<T>(fn: () => Promise<T | null>, what: string, timeoutMs = 30_000): Promise<T> {
   const start = Date.now();
   for (;;) {

@@ -120,10 +120,10 @@ export class StatfsProber {
   private readonly answers = new Map<string, { result: StatfsResult & { kind: "ok" }; at: number }>();
   /** Paths whose last probe failed: probed on their own, for their own error, until one answers. */
   private readonly alone = new Set<string>();
-  /** Paths waiting for the next batch, and who waits for each. */
-  private queued = new Map<string, Array<(r: StatfsResult) => void>>();
-  /** Paths in a batch now running, and its answer for them. */
-  private readonly batched = new Map<string, Promise<StatfsResult>>();
+  /** Paths waiting for the next batch or in one now running, and their answer: a second ask joins it. */
+  private readonly pending = new Map<string, Promise<StatfsResult>>();
+  /** Paths waiting for the next batch, and how to answer each. */
+  private queued = new Map<string, (r: StatfsResult) => void>();
   private batches = 0;
   /** English error texts, whatever the node's locale; one object, so the spawner encodes it once (spawner.ts). */
   private readonly env: NodeJS.ProcessEnv;
@@ -146,7 +146,7 @@ export class StatfsProber {
     else {
       const last = this.answers.get(path);
       if (last && performance.now() - last.at < this.opts.intervalMs) r = last.result;
-      else r = await (this.batched.get(path) ?? this.enqueue(path));
+      else r = await (this.pending.get(path) ?? this.enqueue(path));
     }
     if (r.kind !== "ok") return r;
     // ro/rw from the mount table of the same namespace: stat -f has no field for it.
@@ -160,11 +160,12 @@ export class StatfsProber {
 
   private enqueue(path: string): Promise<StatfsResult> {
     if (this.queued.size === 0) setImmediate(() => this.flush());
-    return new Promise((resolve) => {
-      const waiting = this.queued.get(path);
-      if (waiting) waiting.push(resolve);
-      else this.queued.set(path, [resolve]);
+    const answer = new Promise<StatfsResult>((resolve) => this.queued.set(path, resolve));
+    this.pending.set(path, answer);
+    void answer.then(() => {
+      if (this.pending.get(path) === answer) this.pending.delete(path);
     });
+    return answer;
   }
 
   private flush(): void {
@@ -173,15 +174,7 @@ export class StatfsProber {
     const paths = [...queued.keys()];
     for (let i = 0; i < paths.length; i += BATCH_MAX) {
       const chunk = paths.slice(i, i + BATCH_MAX);
-      const done = this.batch(chunk);
-      chunk.forEach((p, j) => {
-        const answer = done.then((rs) => rs[j]!);
-        this.batched.set(p, answer);
-        void answer.then((r) => {
-          if (this.batched.get(p) === answer) this.batched.delete(p);
-          for (const resolve of queued.get(p)!) resolve(r);
-        });
-      });
+      void this.batch(chunk).then((rs) => chunk.forEach((p, j) => queued.get(p)!(rs[j]!)));
     }
   }
 
