@@ -106,7 +106,7 @@ const BATCH_MAX = 32;
 /** One path's answer is a line; a batch's holds every path's name (4 KiB each at most). */
 const outputCap = (paths: number) => 4096 * (paths + 1);
 
-/** Remembered answers beyond this many paths are pruned (the stale first). */
+/** Remembered answers (and failed paths) beyond this many paths are pruned (the stale first). */
 const MAX_REMEMBERED = 4096;
 
 /** A probe's answers, one per path of its argv, in order; a batch that told nothing usable: none. */
@@ -228,7 +228,10 @@ export class StatfsProber {
           this.alone.delete(p);
         } else {
           this.answers.delete(p);
+          this.alone.delete(p);
           this.alone.add(p);
+          // Paths of volumes long gone would stay for ever: the least recently failed go (they join a batch again, and fail alone again).
+          if (this.alone.size > MAX_REMEMBERED) this.alone.delete(this.alone.values().next().value!);
         }
       });
       return rs;
